@@ -1,0 +1,273 @@
+"""Configuration: dataclasses that mirror crawl.toml's tables one to one.
+
+Every key is declared once, here, with its default and a one-line description (the
+``doc`` metadata); crawl.toml at the repository root lists the same keys with the same
+defaults, and ``tests/test_config.py`` checks that the two agree. Unknown keys, wrong
+types and bad values raise :class:`ConfigError` naming the dotted key, which the CLI
+prints as one line before exiting with status 2.
+
+Sizes (``*_bytes``) accept an integer or a string with a unit: ``"64MiB"``, ``"2GB"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown, of the wrong type or out of range."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{key}: {problem}")
+        self.key = key
+        self.problem = problem
+
+
+def _doc(default: Any, doc: str) -> Any:
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"doc": doc})
+    return field(default=default, metadata={"doc": doc})
+
+
+@dataclass
+class EngineConfig:
+    fetchers: int = _doc(1000, "fetch coroutines per process")
+    max_pages: int = _doc(0, "stop after this many pages (robots.txt not counted); 0 = no limit")
+    max_seconds: float = _doc(0.0, "stop after this many seconds; 0 = no limit")
+    seeds: list[str] = _doc([], "seed URLs (added to those of --seeds FILE)")
+    user_agent: str = _doc("crawl/0.1 (BUbiNG-style research crawler)", "User-Agent header and robots.txt agent")
+    policy: str = _doc("breadth-first", "crawl policy (frontier/policy.py): breadth-first")
+    progress: str = _doc("auto", "progress display: auto (a line on a terminal, periodic logs otherwise), line, log, off")
+
+
+@dataclass
+class PolitenessConfig:
+    host_delay: float = _doc(4.0, "seconds between the end of a fetch and the start of the next to the same host")
+    ip_delay: float = _doc(0.5, "seconds between the end of a fetch and the start of the next to the same IP")
+    max_crawl_delay: float = _doc(30.0, "robots.txt Crawl-delay is honoured up to this many seconds")
+
+
+@dataclass
+class NetworkConfig:
+    allow_networks: list[str] = _doc(
+        [], "CIDRs of non-public addresses the crawler may connect to (private, loopback, ... are refused otherwise)"
+    )
+    proxy: str = _doc("", "HTTP proxy URL for every request, e.g. http://127.0.0.1:8080; empty = direct")
+    connect_timeout: float = _doc(10.0, "seconds to establish a connection")
+    first_byte_timeout: float = _doc(30.0, "seconds of silence allowed before the first byte (and between reads)")
+    total_timeout: float = _doc(60.0, "seconds for a whole request and response")
+    max_body_bytes: int = _doc(2 << 20, "response bodies are truncated beyond this size (and marked so in the WARC)")
+    keepalive: bool = _doc(False, "reuse connections; off by default so every fetch is one polite access")
+
+
+@dataclass
+class DnsConfig:
+    servers: list[str] = _doc([], "DNS servers as ip or ip:port; empty = the system's resolv.conf")
+    cache_entries: int = _doc(100_000, "positive and negative entries kept in the resolver cache")
+    min_ttl: float = _doc(60.0, "answers are cached at least this long")
+    max_ttl: float = _doc(3600.0, "answers are cached at most this long")
+    negative_ttl: float = _doc(60.0, "failed lookups are cached this long")
+    timeout: float = _doc(5.0, "seconds per DNS query attempt")
+    concurrency: int = _doc(100, "DNS queries in flight at once")
+
+
+@dataclass
+class RobotsConfig:
+    expiry: float = _doc(86400.0, "seconds before a host's robots.txt is fetched again")
+
+
+@dataclass
+class ScopeConfig:
+    mode: str = _doc("any", "any | host (seed hosts only) | domain (seed hosts and their subdomains)")
+    max_urls_per_host: int = _doc(100_000, "URLs scheduled per host (scheme+authority) at most")
+    follow_nofollow: bool = _doc(False, "follow links marked rel=nofollow")
+
+
+@dataclass
+class FrontierConfig:
+    workbench_bytes: int = _doc(512 << 20, "memory budget for queued path+queries; the backlog beyond spills to disk")
+    sieve_bucket_bytes: int = _doc(64 << 20, "in-memory bucket of the Mercator sieve (about 16 bytes per URL)")
+    url_cache_bytes: int = _doc(64 << 20, "cache of recently seen URL fingerprints in front of the sieve")
+    virtualizer_segment_bytes: int = _doc(64 << 20, "size of the on-disk segment files of per-host backlogs")
+    required_front: int = _doc(1000, "initial required front (IPs with work); grows while fetchers wait")
+    front_step: int = _doc(1000, "growth of the required front each time a fetcher finds nothing to do")
+    sieve_flush_interval: float = _doc(1.0, "minimum seconds between forced sieve flushes (also >= 10x a flush's cost)")
+    max_fetch_retries: int = _doc(5, "retries of a URL after network errors, with doubling back-off")
+
+
+@dataclass
+class StoreConfig:
+    dir: str = _doc("out", "output folder: WARC files, frontier state, stats.json")
+    prefix: str = _doc("crawl", "WARC file name prefix")
+    warc_max_bytes: int = _doc(1 << 30, "WARC files are rotated beyond this size")
+    gzip_level: int = _doc(1, "gzip level of WARC records (1 compresses these pages nearly as well as 9)")
+
+
+@dataclass
+class Config:
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    dns: DnsConfig = field(default_factory=DnsConfig)
+    robots: RobotsConfig = field(default_factory=RobotsConfig)
+    scope: ScopeConfig = field(default_factory=ScopeConfig)
+    frontier: FrontierConfig = field(default_factory=FrontierConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+
+    @property
+    def out_dir(self) -> Path:
+        return Path(self.store.dir)
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+
+
+def parse_size(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and (m := _SIZE.match(value)):
+        unit = (m.group(2) or "").lower().rstrip("b")
+        factor = 1024 ** "kmgt".index(unit[0]) * 1024 if unit.endswith("i") else _UNITS[unit]
+        return int(float(m.group(1)) * factor)
+    raise ValueError(f"expected a size such as 67108864 or \"64MiB\", got {value!r}")
+
+
+def _coerce(key: str, annotation: str, value: Any) -> Any:
+    """Check one value against its declared type; the error names the key."""
+    if key.endswith("_bytes"):
+        try:
+            return parse_size(value)
+        except ValueError as e:
+            raise ConfigError(key, str(e)) from None
+    ok = {
+        "int": isinstance(value, int) and not isinstance(value, bool),
+        "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "str": isinstance(value, str),
+        "bool": isinstance(value, bool),
+        "list[str]": isinstance(value, list) and all(isinstance(v, str) for v in value),
+    }[annotation]
+    if not ok:
+        expected = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false",
+                    "list[str]": "a list of strings"}[annotation]
+        raise ConfigError(key, f"expected {expected}, got {value!r}")
+    return float(value) if annotation == "float" else value
+
+
+def _section_types(section: Any) -> dict[str, str]:
+    return {f.name: f.type if isinstance(f.type, str) else f.type.__name__ for f in dataclasses.fields(section)}
+
+
+def apply(config: Config, table: dict[str, Any], source: str) -> None:
+    """Merge a parsed TOML document into ``config``; unknown tables and keys are errors."""
+    sections = {f.name for f in dataclasses.fields(config)}
+    for name, values in table.items():
+        if name not in sections:
+            raise ConfigError(name, f"unknown section in {source} (known: {', '.join(sorted(sections))})")
+        if not isinstance(values, dict):
+            raise ConfigError(name, f"expected a table of settings in {source}")
+        section = getattr(config, name)
+        types = _section_types(section)
+        for key, value in values.items():
+            dotted = f"{name}.{key}"
+            if key not in types:
+                raise ConfigError(dotted, f"unknown key in {source} (known: {', '.join(sorted(types))})")
+            setattr(section, key, _coerce(dotted, types[key], value))
+
+
+def set_value(config: Config, assignment: str) -> None:
+    """Apply one ``section.key=value`` override; the value is TOML (bare words are taken as strings)."""
+    dotted, sep, raw = assignment.partition("=")
+    dotted = dotted.strip()
+    if not sep or "." not in dotted:
+        raise ConfigError(dotted or assignment, "expected section.key=value, e.g. politeness.host_delay=1.5")
+    name, key = dotted.split(".", 1)
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()  # a bare string such as store.dir=/tmp/x; the type check below still applies
+    apply(config, {name: {key: value}}, "--set")
+
+
+def validate(config: Config) -> None:
+    """Range checks that types alone cannot express."""
+    positive = {
+        "engine.fetchers": config.engine.fetchers,
+        "dns.concurrency": config.dns.concurrency,
+        "dns.cache_entries": config.dns.cache_entries,
+        "frontier.workbench_bytes": config.frontier.workbench_bytes,
+        "frontier.sieve_bucket_bytes": config.frontier.sieve_bucket_bytes,
+        "frontier.url_cache_bytes": config.frontier.url_cache_bytes,
+        "frontier.required_front": config.frontier.required_front,
+        "network.max_body_bytes": config.network.max_body_bytes,
+        "network.connect_timeout": config.network.connect_timeout,
+        "network.first_byte_timeout": config.network.first_byte_timeout,
+        "network.total_timeout": config.network.total_timeout,
+    }
+    for key, value in positive.items():
+        if value <= 0:
+            raise ConfigError(key, f"must be positive, got {value}")
+    non_negative = {
+        "engine.max_pages": config.engine.max_pages,
+        "engine.max_seconds": config.engine.max_seconds,
+        "politeness.host_delay": config.politeness.host_delay,
+        "politeness.ip_delay": config.politeness.ip_delay,
+        "politeness.max_crawl_delay": config.politeness.max_crawl_delay,
+        "frontier.front_step": config.frontier.front_step,
+        "frontier.max_fetch_retries": config.frontier.max_fetch_retries,
+    }
+    for key, value in non_negative.items():
+        if value < 0:
+            raise ConfigError(key, f"must not be negative, got {value}")
+    if config.scope.mode not in ("any", "host", "domain"):
+        raise ConfigError("scope.mode", f"must be any, host or domain, got {config.scope.mode!r}")
+    if config.engine.progress not in ("auto", "line", "log", "off"):
+        raise ConfigError("engine.progress", f"must be auto, line, log or off, got {config.engine.progress!r}")
+    if not 0 <= config.store.gzip_level <= 9:
+        raise ConfigError("store.gzip_level", f"must be between 0 and 9, got {config.store.gzip_level}")
+    for cidr in config.network.allow_networks:
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            raise ConfigError("network.allow_networks", f"{cidr!r} is not a network such as 127.0.0.0/8") from None
+    if config.network.proxy and not re.match(r"^http://[^/]+:\d+/?$", config.network.proxy):
+        raise ConfigError("network.proxy", f"expected http://HOST:PORT, got {config.network.proxy!r}")
+    for server in config.dns.servers:
+        host, _, port = server.rpartition(":") if server.count(":") == 1 else (server, "", "")
+        try:
+            ipaddress.ip_address(host or server)
+            if port and not 0 < int(port) < 65536:
+                raise ValueError
+        except ValueError:
+            raise ConfigError("dns.servers", f"{server!r} is not an address such as 127.0.0.1 or 127.0.0.1:5353") from None
+
+
+def load(path: Path | None, overrides: list[str] = ()) -> Config:  # type: ignore[assignment]
+    """Defaults, then the file (if any), then ``--set`` overrides, then range checks."""
+    config = Config()
+    if path is not None:
+        try:
+            table = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(str(path), "no such config file") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(str(path), f"not valid TOML: {e}") from None
+        apply(config, table, str(path))
+    for assignment in overrides:
+        set_value(config, assignment)
+    validate(config)
+    return config
+
+
+def describe(config: Config) -> dict[str, dict[str, Any]]:
+    """The configuration as plain tables (for stats.json and the WARC warcinfo digest)."""
+    return dataclasses.asdict(config)
+
+
+__all__ = ["Config", "ConfigError", "load", "set_value", "describe", "parse_size"]

@@ -1,0 +1,54 @@
+"""Crawl counters: one mutable record per process, the single source for progress, stats.json and tests."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import resource
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+
+@dataclass
+class Counters:
+    started: float = 0.0  # monotonic
+    pages: int = 0  # responses to page requests (robots.txt excluded), any status
+    robots: int = 0  # robots.txt responses
+    bytes: int = 0  # body bytes received, as transferred
+    stored: int = 0  # response records written
+    statuses: Counter[int] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    robots_disallowed: int = 0
+    links: int = 0  # links extracted from pages
+    redirects: int = 0
+    truncated: int = 0
+    refused_addresses: int = 0
+    todo_waits: int = 0  # times a fetcher found the todo ring empty
+    stop_reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["statuses"] = {str(k): v for k, v in sorted(self.statuses.items())}
+        d["errors"] = dict(self.errors)
+        return d
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write atomically, so a reader never sees half a file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS))
+    os.replace(tmp, path)

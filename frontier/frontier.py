@@ -1,0 +1,306 @@
+"""The frontier facade: the one object the engine talks to.
+
+It owns the URL cache, the sieve, the workbench, the virtualizer, the distributor, the
+scope and the crawl policy, and exposes the operations of ARCHITECTURE.md's steps:
+``discover`` (links in), ``distribute`` (sieve → workbench, returns hosts to resolve),
+``resolved``/``resolve_failed`` (DNS results in), ``acquire``/``next_url``/``release``
+(the fetch token), ``fetched`` (the policy's hook), and ``statistics``.
+
+Every method is synchronous and takes ``now`` where time matters; the engine performs the
+I/O these calls ask for. Nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import xxhash
+
+from frontier.distributor import Distributor, DistributorStatistics
+from frontier.page import FetchedPage, LinkContext
+from frontier.policy import BreadthFirst, CrawlPolicy
+from frontier.scope import Scope
+from frontier.sieve import MercatorSieve
+from frontier.url_cache import UrlCache
+from frontier.urls import split
+from frontier.virtualizer import WorkbenchVirtualizer
+from frontier.visit_state import Phase, VisitState
+from frontier.workbench import Workbench, WorkbenchStatistics
+
+_fingerprint = xxhash.xxh3_64_intdigest
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierSettings:
+    """Sizes and delays; ``engine/config.py`` fills these from crawl.toml's [frontier] and [politeness]."""
+
+    host_delay: float = 4.0
+    ip_delay: float = 0.5
+    workbench_bytes: int = 512 << 20
+    sieve_bucket_bytes: int = 64 << 20
+    url_cache_bytes: int = 64 << 20
+    virtualizer_segment_bytes: int = 64 << 20
+    max_urls_per_host: int = 100_000
+    required_front: int = 1000
+    front_step: int = 1000
+    sieve_flush_interval: float = 1.0
+    max_fetch_retries: int = 5
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierStatistics:
+    workbench: WorkbenchStatistics
+    distributor: DistributorStatistics
+    sieve_known: int
+    sieve_pending: int
+    sieve_ready: int
+    disk_urls: int
+    resolving: int
+    revisits: int
+    discovered: int
+    cache_hits: int
+    drops: dict[str, int] = field(default_factory=dict)
+
+
+class Frontier:
+    """Decides what to fetch next. See the package docstring for the life of a URL."""
+
+    def __init__(
+        self,
+        directory: Path,
+        settings: FrontierSettings,
+        *,
+        policy: CrawlPolicy | None = None,
+        scope: Scope | None = None,
+    ) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.settings = settings
+        self.policy = policy or BreadthFirst()
+        self.scope = scope or Scope("any")
+        self.ranked = self.policy.ranks_urls
+        self._policy_filters = type(self.policy).accept_link is not BreadthFirst.accept_link
+        self.cache = UrlCache(settings.url_cache_bytes)
+        self.sieve = MercatorSieve(directory / "sieve", bucket_bytes=settings.sieve_bucket_bytes)
+        self.virtualizer = WorkbenchVirtualizer(
+            directory / "virtualizer", segment_bytes=settings.virtualizer_segment_bytes
+        )
+        self.workbench = Workbench(settings.ip_delay)
+        self.distributor = Distributor(
+            self.workbench,
+            self.sieve,
+            self.virtualizer,
+            workbench_bytes=settings.workbench_bytes,
+            host_delay=settings.host_delay,
+            max_urls_per_host=settings.max_urls_per_host,
+            required_front=settings.required_front,
+            front_step=settings.front_step,
+            ranked=self.ranked,
+        )
+        self.resolving = 0
+        self.retrying = 0
+        self.discovered = 0
+        self.cache_hits = 0
+        self.drops: Counter[str] = Counter()
+        self._revisits: list[tuple[float, int, bytes]] = []
+        self._revisit_seq = itertools.count()
+        self._next_flush = 0.0
+
+    # -- step 1: discovery -------------------------------------------------------------
+
+    def discover(
+        self, links: Iterable[str], parent: str | None = None, contexts: Iterable[LinkContext] | None = None
+    ) -> int:
+        """Offer canonical URLs to scope, policy, URL cache and sieve; returns how many reached the sieve."""
+        allows = self.scope.allows
+        policy = self.policy
+        hosts = self.distributor.host_to_visit_state
+        host_cap = self.settings.max_urls_per_host
+        cache_add = self.cache.add
+        enqueue = self.sieve.enqueue
+        context_iter = iter(contexts) if contexts is not None else None
+        accepted = 0
+        for url in links:
+            context = next(context_iter) if context_iter is not None else None
+            scheme_authority = split(url)[0]
+            if not allows(scheme_authority):
+                self.drops["scope"] += 1
+                continue
+            if self._policy_filters:
+                reason = policy.accept_link(url, parent, context)
+                if reason is not None:
+                    self.drops[reason] += 1
+                    continue
+            vs = hosts.get(scheme_authority)
+            if vs is not None and vs.scheduled >= host_cap:
+                self.drops["host_limit"] += 1
+                continue
+            data = url.encode()
+            fp = _fingerprint(data)
+            if not cache_add(fp):
+                self.cache_hits += 1
+                continue
+            if self.ranked:
+                data = bytes([max(0, min(255, policy.priority(url, parent, context)))]) + data
+            enqueue(data, fp)
+            accepted += 1
+        self.discovered += accepted
+        return accepted
+
+    # -- step 2: distribution ----------------------------------------------------------
+
+    def wants_flush(self, now: float) -> bool:
+        """The distributor is starving on an empty ready queue while URLs wait in the sieve's bucket."""
+        sieve = self.sieve
+        return (
+            sieve.ready_count == 0
+            and sieve.pending_count > 0
+            and now >= self._next_flush
+            and self.distributor.wants_sieve()
+        )
+
+    def flush_sieve(self, started: float, ended: float) -> None:
+        """Record a forced flush the engine ran from ``started`` to ``ended`` (BUbiNG: wait 10× its cost)."""
+        self._next_flush = ended + max(self.settings.sieve_flush_interval, 10 * (ended - started))
+
+    def distribute(self, now: float, budget: int = 1000) -> list[VisitState]:
+        """Move URLs towards the workbench; returns new visit states the engine must resolve."""
+        new_hosts = self.distributor.step(budget)
+        while self._revisits and self._revisits[0][0] <= now:
+            vs = self.distributor.place_revisit(heapq.heappop(self._revisits)[2])
+            if vs is not None:
+                new_hosts.append(vs)
+        self.resolving += len(new_hosts)
+        return new_hosts
+
+    # -- step 3: DNS ---------------------------------------------------------------------
+
+    def resolved(self, vs: VisitState, ip: str) -> None:
+        self.resolving -= 1
+        vs.retries = 0
+        self.workbench.attach(vs, ip)
+
+    def resolve_failed(self, vs: VisitState, *, permanent: bool) -> float | None:
+        """A lookup failed: returns the back-off before retrying, or None if the host was purged."""
+        self.resolving -= 1
+        vs.transition("failed")
+        vs.retries += 1
+        if permanent or vs.retries > 2:
+            self.purge(vs, "dns")
+            return None
+        return 60.0 * (1 << (vs.retries - 1))
+
+    def retry_resolve(self, vs: VisitState) -> None:
+        """The engine is resolving ``vs`` again after a back-off."""
+        vs.transition("resolve")
+        self.resolving += 1
+
+    def refused(self, vs: VisitState, reason: str) -> None:
+        """The host resolved to an address the configuration forbids: drop it for good."""
+        self.resolving -= 1
+        self.purge(vs, reason)
+
+    def purge(self, vs: VisitState, reason: str) -> None:
+        """Forget a host's queued URLs (memory and disk); later URLs of it are dropped."""
+        dropped = self.workbench.drop_urls(vs) + self.virtualizer.remove(vs.id)
+        if vs.retry_path is not None:
+            vs.retry_path = None
+            self.retrying -= 1
+            dropped += 1
+        vs.on_disk = 0
+        if vs.entry is not None and vs.phase is not Phase.ACQUIRED:
+            self.workbench.detach(vs)
+        vs.transition("purge")
+        self.drops[f"purged_{reason}"] += max(dropped, 1)
+
+    # -- step 4: fetching ----------------------------------------------------------------
+
+    def acquire(self, now: float) -> VisitState | None:
+        return self.workbench.acquire(now)
+
+    def next_deadline(self) -> float | None:
+        return self.workbench.next_deadline()
+
+    def next_url(self, vs: VisitState) -> str:
+        """The next URL of an acquired visit state (a failed one being retried comes first)."""
+        if vs.retry_path is not None:
+            path_query, vs.retry_path = vs.retry_path, None
+            self.retrying -= 1
+        else:
+            path_query = self.workbench.pop_url(vs)
+            if not len(vs.queue):
+                self.distributor.emptied(vs)
+        return vs.scheme_authority + path_query.decode()
+
+    def release(self, vs: VisitState, end: float, *, host_next: float | None = None) -> None:
+        self.workbench.release(vs, end, host_next=host_next)
+
+    def failed(self, vs: VisitState, url: str, end: float, *, backoff: float, breaks_host: bool) -> None:
+        """A fetch failed remotely: retry the URL after a doubling back-off, then give up."""
+        vs.retries += 1
+        if vs.retries > self.settings.max_fetch_retries:
+            vs.retries = 0
+            if breaks_host:
+                self.purge(vs, "unreachable")
+            else:
+                self.drops["fetch_failed"] += 1
+            self.release(vs, end)
+            return
+        vs.retry_path = split(url)[1].encode()
+        self.retrying += 1
+        self.release(vs, end, host_next=end + max(vs.host_delay, backoff * (1 << (vs.retries - 1))))
+
+    def succeeded(self, vs: VisitState) -> None:
+        vs.retries = 0
+        vs.fetched += 1
+
+    def fetcher_waited(self) -> None:
+        self.distributor.fetcher_waited()
+
+    def fetched(self, page: FetchedPage) -> None:
+        """Give a fetched page to the policy and schedule the revisits it asks for."""
+        for revisit in self.policy.on_fetched(page):
+            data = revisit.url.encode()
+            if self.ranked:
+                data = b"\x00" + data
+            heapq.heappush(self._revisits, (revisit.at, next(self._revisit_seq), data))
+
+    # -- summaries -------------------------------------------------------------------------
+
+    def idle(self) -> bool:
+        """Nothing left anywhere: no URL in the sieve, workbench, disk, DNS or out with a fetcher."""
+        wb = self.workbench
+        return (
+            self.sieve.ready_count == 0
+            and self.sieve.pending_count == 0
+            and wb.urls == 0
+            and self.retrying == 0
+            and wb.statistics().acquired == 0
+            and self.resolving == 0
+            and not self._revisits
+            and self.virtualizer.statistics().items == 0
+        )
+
+    def statistics(self) -> FrontierStatistics:
+        sieve = self.sieve
+        return FrontierStatistics(
+            workbench=self.workbench.statistics(),
+            distributor=self.distributor.statistics(),
+            sieve_known=sieve.known_count,
+            sieve_pending=sieve.pending_count,
+            sieve_ready=sieve.ready_count,
+            disk_urls=self.virtualizer.statistics().items,
+            resolving=self.resolving,
+            revisits=len(self._revisits),
+            discovered=self.discovered,
+            cache_hits=self.cache_hits,
+            drops=dict(self.drops),
+        )
+
+    def close(self) -> None:
+        self.sieve.close()
+        self.virtualizer.close()

@@ -1,0 +1,236 @@
+"""The workbench: a priority queue of per-IP entries, each a priority queue of per-host visit states.
+
+BUbiNG's key structure. A :class:`WorkbenchEntry` (one per IP) holds the READY visit states
+of its hosts that have URLs in memory, ordered by their ``next_fetch``, and the IP's own
+``next_fetch``. The :class:`Workbench` orders entries by
+``max(entry.next_fetch, top visit state's next_fetch)``, so the top entry tells in O(1)
+whether anything can be fetched politely now, and if not, how long to wait.
+
+Acquiring removes the top entry from the workbench and the top visit state from the entry:
+the (visit state, entry) pair is a token held by one fetcher, so while one host of an IP is
+being fetched the whole IP is off the workbench (one fetch in flight per IP). Releasing puts
+both back with next-fetch times counted from the end of the fetch.
+
+Time is an argument everywhere (``now``, ``end``); nothing here reads a clock. Every
+operation is O(log n) in entries or visit states of one entry. The heaps use lazy deletion:
+an entry's heap item is valid only while its ``version`` matches.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass
+
+from frontier.visit_state import Phase, VisitState
+
+
+class WorkbenchEntry:
+    """All the visit states of one IP address.
+
+    Invariants: ``heap`` holds exactly the READY visit states of this IP with work in memory
+    (``vs.in_entry``); the entry is on the workbench heap iff it is not acquired and its heap
+    is non-empty; ``next_fetch`` ≥ end of the last fetch from this IP + the IP delay.
+    """
+
+    __slots__ = ("ip", "next_fetch", "heap", "acquired", "version", "hosts")
+
+    def __init__(self, ip: str) -> None:
+        self.ip = ip
+        self.next_fetch = 0.0
+        self.heap: list[tuple[float, int, VisitState]] = []
+        self.acquired = False
+        self.version = 0
+        self.hosts = 0  # visit states attached to this IP, with or without work
+
+    def key(self) -> float:
+        return max(self.next_fetch, self.heap[0][0])
+
+    def __repr__(self) -> str:
+        return f"<WorkbenchEntry {self.ip} hosts={self.hosts} ready={len(self.heap)} acquired={self.acquired}>"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkbenchStatistics:
+    entries: int  # IPs known
+    entries_with_work: int  # IPs with some host holding URLs in memory (on the workbench or acquired)
+    acquired: int  # tokens out with fetchers
+    visit_states: int  # hosts attached to an IP
+    urls: int  # path+queries held in memory
+    bytes: int  # their packed size
+
+
+class Workbench:
+    """Priority queue of :class:`WorkbenchEntry`, keyed by the earliest polite fetch time."""
+
+    def __init__(self, ip_delay: float) -> None:
+        self.ip_delay = ip_delay
+        self.address_to_entry: dict[str, WorkbenchEntry] = {}
+        self._heap: list[tuple[float, int, int, WorkbenchEntry]] = []
+        self._tie = itertools.count()
+        self._seq = itertools.count()
+        self._visit_states = 0
+        self._acquired = 0
+        self._with_work = 0
+        self.urls = 0
+        self.bytes = 0
+
+    # -- attaching hosts ---------------------------------------------------------------
+
+    def attach(self, vs: VisitState, ip: str) -> None:
+        """Join a freshly resolved visit state to the entry of its IP (creating it)."""
+        entry = self.address_to_entry.get(ip)
+        if entry is None:
+            entry = self.address_to_entry[ip] = WorkbenchEntry(ip)
+        vs.ip = ip
+        vs.entry = entry
+        entry.hosts += 1
+        self._visit_states += 1
+        vs.transition("resolved")
+        if vs.has_work:
+            self._enter(vs)
+
+    def detach(self, vs: VisitState) -> None:
+        """Take a non-acquired visit state off its entry (before re-resolution or purge)."""
+        entry: WorkbenchEntry | None = vs.entry
+        if entry is None:
+            return
+        if vs.in_entry:
+            self._leave(vs)
+        entry.hosts -= 1
+        self._visit_states -= 1
+        vs.entry = None
+
+    # -- URLs in memory --------------------------------------------------------------
+
+    def push_url(self, vs: VisitState, path_query: bytes, priority: int = 0) -> None:
+        """Append a URL to a host's in-memory queue, scheduling the host if it was idle."""
+        if priority:
+            vs.queue.append(path_query, priority)  # type: ignore[call-arg]
+        else:
+            vs.queue.append(path_query)
+        self.urls += 1
+        self.bytes += len(path_query) + 1
+        if not vs.in_entry and vs.entry is not None and vs.phase is Phase.READY:
+            self._enter(vs)
+
+    def pop_url(self, vs: VisitState) -> bytes:
+        """Take the next URL of an acquired visit state."""
+        item = vs.queue.popleft()
+        self.urls -= 1
+        self.bytes -= len(item) + 1
+        return item
+
+    def drop_urls(self, vs: VisitState) -> int:
+        """Forget every in-memory URL of a host (purge); returns how many."""
+        n = 0
+        while len(vs.queue):
+            self.pop_url(vs)
+            n += 1
+        if vs.in_entry:
+            self._leave(vs)
+        return n
+
+    # -- acquire and release -----------------------------------------------------------
+
+    def next_deadline(self) -> float | None:
+        """When the top entry becomes fetchable (maybe in the past), or None if nothing waits."""
+        heap = self._heap
+        while heap:
+            key, _, version, entry = heap[0]
+            if version == entry.version:
+                return key
+            heapq.heappop(heap)
+        return None
+
+    def acquire(self, now: float) -> VisitState | None:
+        """Hand out a visit state that may be fetched now under host and IP politeness."""
+        deadline = self.next_deadline()
+        if deadline is None or deadline > now:
+            return None
+        entry = heapq.heappop(self._heap)[3]
+        entry.version += 1
+        entry.acquired = True
+        vs = heapq.heappop(entry.heap)[2]
+        vs.in_entry = False
+        vs.transition("acquire")
+        self._acquired += 1
+        return vs
+
+    def release(self, vs: VisitState, end: float, *, host_next: float | None = None, ip_next: float | None = None) -> None:
+        """Return a token after a fetch that ended at ``end``.
+
+        The host may be fetched again at ``end + vs.host_delay`` (or ``host_next``, e.g. a
+        retry back-off) and the IP at ``end + ip_delay`` (or ``ip_next``).
+        """
+        entry: WorkbenchEntry = vs.entry
+        vs.next_fetch = end + vs.host_delay if host_next is None else host_next
+        entry.next_fetch = max(entry.next_fetch, end + self.ip_delay if ip_next is None else ip_next)
+        entry.acquired = False
+        self._acquired -= 1
+        if vs.phase is Phase.PURGED:  # purged while out with a fetcher: the IP comes back, the host does not
+            entry.hosts -= 1
+            self._visit_states -= 1
+            vs.entry = None
+        else:
+            vs.transition("release")
+            if vs.has_work:
+                self._push_vs(entry, vs)
+        if entry.heap:
+            self._push_entry(entry)
+        else:
+            self._with_work -= 1
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _enter(self, vs: VisitState) -> None:
+        entry: WorkbenchEntry = vs.entry
+        if not entry.heap and not entry.acquired:
+            self._with_work += 1
+        self._push_vs(entry, vs)
+        if not entry.acquired:
+            self._push_entry(entry)
+
+    def _leave(self, vs: VisitState) -> None:
+        entry: WorkbenchEntry = vs.entry
+        entry.heap = [item for item in entry.heap if item[2] is not vs]
+        heapq.heapify(entry.heap)
+        vs.in_entry = False
+        if not entry.acquired:
+            entry.version += 1  # invalidate its workbench item; re-push if still non-empty
+            if entry.heap:
+                self._push_entry(entry)
+            else:
+                self._with_work -= 1
+
+    def _push_vs(self, entry: WorkbenchEntry, vs: VisitState) -> None:
+        vs.in_entry = True
+        heapq.heappush(entry.heap, (vs.next_fetch, next(self._seq), vs))
+
+    def _push_entry(self, entry: WorkbenchEntry) -> None:
+        entry.version += 1
+        heapq.heappush(self._heap, (entry.key(), next(self._tie), entry.version, entry))
+
+    # -- summaries ---------------------------------------------------------------------
+
+    @property
+    def front(self) -> int:
+        """IPs with work: BUbiNG's front, counted in IPs (todo tokens included)."""
+        return self._with_work
+
+    def statistics(self) -> WorkbenchStatistics:
+        return WorkbenchStatistics(
+            entries=len(self.address_to_entry),
+            entries_with_work=self._with_work,
+            acquired=self._acquired,
+            visit_states=self._visit_states,
+            urls=self.urls,
+            bytes=self.bytes,
+        )
+
+    def __repr__(self) -> str:
+        s = self.statistics()
+        return (
+            f"<Workbench entries={s.entries} with_work={s.entries_with_work} acquired={s.acquired} "
+            f"visit_states={s.visit_states} urls={s.urls} bytes={s.bytes}>"
+        )

@@ -1,0 +1,119 @@
+"""Politeness invariants of the workbench under random operation sequences (hypothesis)."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import hypothesis.strategies as st
+from hypothesis import settings
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from frontier.visit_state import IllegalTransition, PathQueue, Phase, VisitState
+from frontier.workbench import Workbench
+
+IP_DELAY = 0.5
+HOST_DELAY = 2.0
+
+
+class WorkbenchMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.wb = Workbench(IP_DELAY)
+        self.now = 0.0
+        self.hosts: list[VisitState] = []
+        self.expected: dict[int, deque[bytes]] = {}
+        self.acquired: list[VisitState] = []
+        self.last_end_host: dict[int, float] = {}
+        self.last_end_ip: dict[str, float] = {}
+        self.counter = 0
+
+    @rule(ip=st.integers(0, 3))
+    def add_host(self, ip: int) -> None:
+        vs = VisitState(len(self.hosts) + 1, f"http://h{len(self.hosts)}.test", HOST_DELAY)
+        vs.transition("resolve")
+        self.hosts.append(vs)
+        self.expected[vs.id] = deque()
+        self.wb.attach(vs, f"10.0.0.{ip}")
+
+    @precondition(lambda self: self.hosts)
+    @rule(data=st.data())
+    def push(self, data: st.DataObject) -> None:
+        vs = data.draw(st.sampled_from(self.hosts))
+        self.counter += 1
+        item = f"/p{self.counter}".encode()
+        self.wb.push_url(vs, item)
+        self.expected[vs.id].append(item)
+
+    @rule(dt=st.floats(0, 3))
+    def advance(self, dt: float) -> None:
+        self.now += dt
+
+    @rule()
+    def acquire(self) -> None:
+        vs = self.wb.acquire(self.now)
+        ready = [
+            h for h in self.hosts
+            if h.phase is Phase.READY and h.has_work and not h.entry.acquired
+            and h.next_fetch <= self.now and h.entry.next_fetch <= self.now
+        ]
+        if vs is None:
+            assert not ready, "a host was fetchable but acquire returned nothing"
+            return
+        assert vs.phase is Phase.ACQUIRED
+        assert self.now >= self.last_end_host.get(vs.id, -1e9) + HOST_DELAY - 1e-9
+        assert self.now >= self.last_end_ip.get(vs.ip, -1e9) + IP_DELAY - 1e-9
+        assert all(other.ip != vs.ip for other in self.acquired), "two fetches in flight on one IP"
+        item = self.wb.pop_url(vs)
+        assert item == self.expected[vs.id].popleft(), "per-host order is not FIFO"
+        self.acquired.append(vs)
+
+    @precondition(lambda self: self.acquired)
+    @rule(data=st.data(), duration=st.floats(0, 2))
+    def release(self, data: st.DataObject, duration: float) -> None:
+        vs = data.draw(st.sampled_from(self.acquired))
+        self.acquired.remove(vs)
+        self.now += duration
+        self.wb.release(vs, self.now)
+        self.last_end_host[vs.id] = self.now
+        self.last_end_ip[vs.ip] = self.now
+
+    @invariant()
+    def deadline_is_the_earliest_polite_time(self) -> None:
+        candidates = [
+            max(h.next_fetch, h.entry.next_fetch) for h in self.hosts
+            if h.phase is Phase.READY and h.has_work and not h.entry.acquired
+        ]
+        deadline = self.wb.next_deadline()
+        assert deadline == (min(candidates) if candidates else None)
+
+    @invariant()
+    def statistics_agree_with_a_recount(self) -> None:
+        s = self.wb.statistics()
+        assert s.urls == sum(len(q) for q in self.expected.values())
+        assert s.acquired == len(self.acquired)
+        ips_with_work = {h.ip for h in self.hosts if h.has_work} | {h.ip for h in self.acquired}
+        assert s.entries_with_work == len(ips_with_work)
+
+
+TestWorkbench = WorkbenchMachine.TestCase
+TestWorkbench.settings = settings(max_examples=200, stateful_step_count=60, deadline=None)
+
+
+def test_path_queue_round_trips_items_of_every_length() -> None:
+    q = PathQueue()
+    items = [b"x" * n for n in (0, 1, 127, 128, 300, 20000)] * 50
+    for item in items:
+        q.append(item)
+    assert list(q) == items
+    assert [q.popleft() for _ in items] == items
+    assert len(q) == 0 and q.nbytes == 0
+
+
+def test_illegal_transition_raises() -> None:
+    vs = VisitState(1, "http://a.test", 1.0)
+    try:
+        vs.transition("acquire")
+    except IllegalTransition as e:
+        assert "acquire" in str(e)
+    else:
+        raise AssertionError("NEW → acquire must be illegal")
