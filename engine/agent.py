@@ -285,10 +285,11 @@ class Agent:
             if self.in_flight == 0 and self.pending_resolves == 0 and not len(self.todo) and frontier.idle():
                 self.finish("done")
                 return
-            wake = None
+            wake = time.monotonic() + 1.0
             if frontier.sieve.pending_count and not frontier.sieve.ready_count:
                 wake = time.monotonic() + max(0.01, frontier.settings.sieve_flush_interval)
-            await self.distributor_alarm.wait(wake if wake is not None else time.monotonic() + 1.0)
+            revisit = frontier.next_revisit()
+            await self.distributor_alarm.wait(min(wake, revisit) if revisit is not None else wake)
 
     def spawn(self, coro) -> None:  # type: ignore[no-untyped-def]
         task = asyncio.get_running_loop().create_task(coro)

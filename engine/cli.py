@@ -78,7 +78,8 @@ def start_invitro(out: Path) -> tuple[subprocess.Popen[bytes], dict]:
     ready = folder / "ready.json"
     ready.unlink(missing_ok=True)
     child = subprocess.Popen(
-        [sys.executable, "-m", "bench.invitro", "--hosts", str(DEMO_HOSTS), "--ready-file", str(ready),
+        [sys.executable, "-m", "bench.invitro", "--hosts", str(DEMO_HOSTS), "--seeds", str(DEMO_HOSTS),
+         "--ready-file", str(ready),
          "--log", str(folder / "requests.jsonl")],
         stdout=subprocess.DEVNULL,
     )

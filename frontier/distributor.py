@@ -157,6 +157,8 @@ class Distributor:
             self.virtualizer.append(vs.id, entry)
             vs.on_disk += 1
             self.to_disk += 1
+            if not len(vs.queue):
+                self.emptied(vs)  # nothing in memory would ever trigger its refill
         else:
             self._push(vs, entry)
         return vs if created else None

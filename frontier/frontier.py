@@ -225,6 +225,10 @@ class Frontier:
     def next_deadline(self) -> float | None:
         return self.workbench.next_deadline()
 
+    def next_revisit(self) -> float | None:
+        """When the earliest revisit falls due, if any (the distributor should wake then)."""
+        return self._revisits[0][0] if self._revisits else None
+
     def next_url(self, vs: VisitState) -> str:
         """The next URL of an acquired visit state (a failed one being retried comes first)."""
         if vs.retry_path is not None:

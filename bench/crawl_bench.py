@@ -1,0 +1,102 @@
+"""End-to-end throughput: crawl the in-vitro web for a fixed time and report what it cost.
+
+Starts the in-vitro web (``python -m bench.invitro``) and ``crawl run`` as two processes,
+crawls for ``--seconds``, and prints pages/s, pages per CPU-second of the crawler process,
+MB/s (body bytes as transferred), resident memory and the in-vitro server's CPU share, so a
+reader knows whether the server rather than the crawler was the bottleneck. Several runs;
+the figures reported are medians. Output: a table on stdout and JSON (``--json FILE``).
+
+    python -m bench.crawl_bench --seconds 20 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+
+def cpu_of(pid: int) -> float:
+    """User+system CPU seconds of a live process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_web(folder: Path, hosts: int, extra: list[str]) -> tuple[subprocess.Popen[bytes], dict]:
+    ready = folder / "ready.json"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bench.invitro", "--hosts", str(hosts), "--seeds", str(hosts), "--ready-file", str(ready),
+         "--log", str(folder / "requests.jsonl"), *extra],
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        if child.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("the in-vitro web did not start")
+        time.sleep(0.05)  # a child's ready file: nothing to wait on across processes
+    return child, orjson.loads(ready.read_bytes())
+
+
+def one_run(seconds: float, hosts: int, settings: list[str], web_args: list[str]) -> dict:
+    with tempfile.TemporaryDirectory(prefix="crawl-bench-") as tmp:
+        folder = Path(tmp)
+        web, info = start_web(folder, hosts, web_args)
+        seeds = folder / "seeds.txt"
+        seeds.write_text("\n".join(info["seeds"]) + "\n")
+        try:
+            server_cpu0, t0 = cpu_of(web.pid), time.monotonic()
+            cmd = [sys.executable, "-m", "engine.cli", "run", "--seeds", str(seeds), "--out", str(folder / "out"),
+                   "--dns", info["dns"], "--max-seconds", str(seconds),
+                   "--set", 'network.allow_networks=["127.0.0.0/8"]', "--set", "engine.progress=\"off\""]
+            for s in settings:
+                cmd += ["--set", s]
+            subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
+            wall = time.monotonic() - t0
+            server_cpu = cpu_of(web.pid) - server_cpu0
+        finally:
+            web.send_signal(signal.SIGTERM)
+            web.wait(timeout=30)
+        stats = orjson.loads((folder / "out" / "stats.json").read_bytes())
+    elapsed = stats["elapsed_seconds"]
+    return {
+        "pages": stats["pages"],
+        "pages_per_second": stats["pages"] / elapsed,
+        "pages_per_cpu_second": stats["pages_per_cpu_second"],
+        "crawler_cpu_share": stats["cpu_seconds"] / elapsed,
+        "mb_per_second": stats["bytes"] / elapsed / 1e6,
+        "rss_mib": stats["rss_bytes"] / 2**20,
+        "server_cpu_share": server_cpu / wall,
+        "hosts": stats["hosts"],
+        "errors": sum(stats["errors"].values()),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--hosts", type=int, default=2000)
+    parser.add_argument("--set", action="append", default=[], help="crawl.toml override for the crawler")
+    parser.add_argument("--web", action="append", default=[], help="extra argument for bench.invitro")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    settings = ["politeness.host_delay=0", "politeness.ip_delay=0", *args.set]
+    runs = [one_run(args.seconds, args.hosts, settings, args.web) for _ in range(args.runs)]
+    medians = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    result = {"seconds": args.seconds, "hosts": args.hosts, "settings": settings, "runs": runs, "median": medians}
+    for key, value in medians.items():
+        print(f"{key:22} {value:12.2f}")
+    if args.json:
+        args.json.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
+
+
+if __name__ == "__main__":
+    main()

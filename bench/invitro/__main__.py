@@ -1,0 +1,159 @@
+"""``python -m bench.invitro``: serve the in-vitro web until SIGTERM or SIGINT.
+
+Role: the process the crawler's CLI (``crawl run`` with no seeds, ``crawl invitro``) and
+``bench/crawl_bench.py`` start. It prints one line per service address, writes the ready file
+(``--ready-file``, JSON, atomically: its existence means "ready"), serves, and on
+SIGTERM/SIGINT stops, flushes the request log, prints a statistics line (also written to
+``--stats``) and exits 0.
+
+    python -m bench.invitro --hosts 400 --ready-file /tmp/ready.json --log /tmp/requests.jsonl
+    python -m bench.invitro --set frac_slow=0.05 --set robots_crawl_delay=2 --no-keepalive
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Coroutine
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.invitro.app import InVitro, start_invitro
+from bench.invitro.model import WebParams
+from bench.invitro.server import ServerOptions
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.invitro", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    model = parser.add_argument_group("the web (any WebParams field can also be given with --set)")
+    model.add_argument("--hosts", type=int)
+    model.add_argument("--hosts-per-ip", type=int)
+    model.add_argument("--mean-pages", type=float)
+    model.add_argument("--mean-links", type=float)
+    model.add_argument("--seed", type=int)
+    model.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a WebParams field")
+    serve = parser.add_argument_group("serving")
+    serve.add_argument("--port", type=int, default=0, help="port on every model IP (0: a free one)")
+    serve.add_argument("--proxy-port", type=int, default=0, help="forward proxy port on 127.0.0.1 (0: a free one)")
+    serve.add_argument("--no-proxy", action="store_true", help="no forward proxy listener")
+    serve.add_argument("--dns-port", type=int, default=0, help="DNS port on 127.0.0.1, UDP and TCP (0: a free one)")
+    serve.add_argument("--dns-ttl", type=int, default=300)
+    serve.add_argument("--no-dns", action="store_true", help="no DNS server")
+    serve.add_argument("--no-keepalive", action="store_true", help="Connection: close on every response")
+    serve.add_argument("--no-gzip", action="store_true", help="never gzip bodies")
+    serve.add_argument("--chunked", action="store_true", help="Transfer-Encoding: chunked bodies")
+    serve.add_argument("--bandwidth", type=float, default=0.0, help="total bytes/s cap (0: none)")
+    serve.add_argument("--idle-timeout", type=float, default=30.0, help="close idle connections after seconds")
+    out = parser.add_argument_group("output")
+    out.add_argument("--log", type=Path, help="request log, JSON lines")
+    out.add_argument("--ready-file", type=Path, help="JSON written when serving: port, ips, proxy, dns, seeds, …")
+    out.add_argument("--stats", type=Path, help="JSON statistics written at exit")
+    out.add_argument("--seeds", type=int, default=10, help="seeds listed: home pages of the first N hosts")
+    return parser
+
+
+def make_params(args: argparse.Namespace, parser: argparse.ArgumentParser) -> WebParams:
+    """WebParams from the named flags and ``--set key=value`` (types from the dataclass)."""
+    types = WebParams.field_types()
+    values: dict[str, Any] = {}
+    for flag in ("hosts", "hosts_per_ip", "mean_pages", "mean_links", "seed"):
+        if getattr(args, flag) is not None:
+            values[flag] = getattr(args, flag)
+    for item in args.set:
+        key, equals, text = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not equals or key not in types:
+            parser.error(f"--set {item}: expected KEY=VALUE with KEY one of {', '.join(f.name for f in fields(WebParams))}")
+        try:
+            values[key] = types[key](text.strip())
+        except ValueError:
+            parser.error(f"--set {item}: {text!r} is not a {types[key].__name__}")
+    try:
+        return WebParams(**values)
+    except ValueError as e:
+        parser.error(str(e))
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+
+
+def describe(web: InVitro) -> list[str]:
+    ips = web.ips
+    span = ips[0] if len(ips) == 1 else f"{ips[0]} … {ips[-1]}"
+    lines = [f"invitro: http  {span} port {web.port}: {web.model.params.hosts} hosts on {len(ips)} IPs"]
+    if web.proxy_address:
+        lines.append(f"invitro: proxy {web.proxy_address} (GET http://host:port/path)")
+    if web.dns_address:
+        lines.append(f"invitro: dns   {web.dns_address} (UDP and TCP, *.{web.model.params.domain})")
+    lines.append(f"invitro: seed  {web.seeds[0]} (+{len(web.seeds) - 1} more)")
+    if web.log_path:
+        lines.append(f"invitro: log   {web.log_path}")
+    return lines
+
+
+async def serve(args: argparse.Namespace, params: WebParams) -> int:
+    options = ServerOptions(
+        keepalive=not args.no_keepalive,
+        gzip=not args.no_gzip,
+        chunked=args.chunked,
+        bandwidth=args.bandwidth,
+        idle_timeout=args.idle_timeout,
+    )
+    web = await start_invitro(
+        params,
+        log_path=args.log,
+        proxy=not args.no_proxy,
+        dns=not args.no_dns,
+        port=args.port,
+        proxy_port=args.proxy_port,
+        dns_port=args.dns_port,
+        dns_ttl=args.dns_ttl,
+        options=options,
+        seeds=args.seeds,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    if args.ready_file:
+        write_atomically(args.ready_file, orjson.dumps(web.ready_info(), option=orjson.OPT_INDENT_2))
+    print("\n".join(describe(web)), flush=True)  # after the ready file: a reader of stdout may rely on it
+    await stop.wait()
+    stats = web.statistics()
+    await web.close()
+    line = orjson.dumps(stats)
+    print(f"invitro: stats {line.decode()}", flush=True)
+    if args.stats:
+        write_atomically(args.stats, line)
+    return 0
+
+
+def run(main: Coroutine[Any, Any, int]) -> int:
+    """Run on uvloop when it is installed (it is a project dependency), else on asyncio's loop."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover
+        return asyncio.run(main)
+    return uvloop.run(main)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    params = make_params(args, parser)
+    return run(serve(args, params))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""One running in-vitro web: the model, its HTTP listeners, the proxy, DNS and the request log.
+
+Role: the composition used in-process by tests (``await start_invitro(...)``) and by
+``python -m bench.invitro`` (:mod:`bench.invitro.__main__`). Binding comes first, since the
+model needs the port to write its links: every model IP gets a listening socket on one shared
+port, then the model is built for that port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.invitro.dns import DnsServer, start_dns
+from bench.invitro.model import WebModel, WebParams, ip_addresses
+from bench.invitro.requestlog import RequestLog
+from bench.invitro.server import HttpService, ServerOptions, bind_listeners, serve_sockets
+
+PROXY_HOST = "127.0.0.1"
+
+
+@dataclass
+class InVitro:
+    """A running in-vitro web. ``close()`` stops it and flushes the log."""
+
+    model: WebModel
+    service: HttpService
+    port: int
+    """the port every model IP listens on"""
+    ips: list[str]
+    proxy_address: str | None
+    """``127.0.0.1:PORT`` of the forward proxy, or None"""
+    dns_address: str | None
+    """``127.0.0.1:PORT`` of the DNS server (UDP and TCP), or None"""
+    seeds: list[str]
+    log_path: Path | None
+    _servers: list[asyncio.AbstractServer] = field(default_factory=list, repr=False)
+    _dns: DnsServer | None = field(default=None, repr=False)
+
+    def statistics(self) -> dict[str, Any]:
+        """Requests, bytes, connections, statuses, CPU (and per request), DNS queries."""
+        stats = asdict(self.service.statistics())
+        stats["statuses"] = {str(status): count for status, count in sorted(stats["statuses"].items())}
+        stats["cpu_us_per_request"] = 1e6 * stats["cpu_seconds"] / max(1, stats["requests"])
+        if self._dns is not None:
+            stats["dns"] = asdict(self._dns.service.statistics())
+        return stats
+
+    def ready_info(self) -> dict[str, Any]:
+        """What ``--ready-file`` holds: how a crawler finds this web."""
+        return {
+            "port": self.port,
+            "ips": self.ips,
+            "proxy": self.proxy_address,
+            "dns": self.dns_address,
+            "seeds": self.seeds,
+            "hosts": self.model.params.hosts,
+            "domain": self.model.params.domain,
+            "log": str(self.log_path) if self.log_path else None,
+            "pid": os.getpid(),
+            "params": asdict(self.model.params),
+        }
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        if self._dns is not None:
+            self._dns.close()
+        self.service.close()  # closes open connections and flushes the log
+        for server in self._servers:
+            await server.wait_closed()
+        if self._dns is not None:
+            await self._dns.wait_closed()
+
+
+async def start_invitro(
+    params: WebParams | None = None,
+    *,
+    log_path: str | Path | None = None,
+    proxy: bool = True,
+    dns: bool = True,
+    port: int = 0,
+    proxy_port: int = 0,
+    dns_port: int = 0,
+    dns_ttl: int = 300,
+    options: ServerOptions | None = None,
+    seeds: int = 10,
+    flush_interval: float = 0.5,
+) -> InVitro:
+    """Start serving the web of ``params`` on loopback (ports 0 = free ones) and return it."""
+    params = params or WebParams()
+    ips = ip_addresses(params)
+    port, sockets = bind_listeners(ips, port)
+    model = WebModel(params, port)
+    log = RequestLog(log_path, flush_interval)
+    service = HttpService(model, options or ServerOptions(), log)
+    proxy_address = None
+    try:
+        servers = await serve_sockets(service, sockets)
+        if proxy:
+            chosen, proxy_sockets = bind_listeners([PROXY_HOST], proxy_port)
+            servers += await serve_sockets(service, proxy_sockets)
+            proxy_address = f"{PROXY_HOST}:{chosen}"
+        dns_server = await start_dns(model, PROXY_HOST, dns_port, dns_ttl) if dns else None
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        log.close()
+        raise
+    service.start(asyncio.get_running_loop())
+    return InVitro(
+        model,
+        service,
+        port,
+        ips,
+        proxy_address,
+        dns_server.address if dns_server else None,
+        model.seeds(seeds),
+        Path(log_path) if log_path is not None else None,
+        servers,
+        dns_server,
+    )

@@ -1,0 +1,123 @@
+"""How fast is the in-vitro server? A loopback load test with an aiohttp client.
+
+Role: tells whether the in-vitro web could be the bottleneck of a crawl benchmark. Starts
+``python -m bench.invitro`` as a child process, has ``--concurrency`` aiohttp connections
+fetch distinct pages in origin form (to the host's IP, with a Host header) for ``--seconds``,
+then reads the server's own CPU time from its ``--stats`` file and prints requests/s and CPU
+microseconds per request. The client runs in this process, so on a small machine the two
+compete for cores: the server's CPU per request is the robust figure.
+
+    python -m bench.invitro.loadtest --seconds 5 --concurrency 100 [--no-keepalive] [--gzip]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import uvloop
+from aiohttp.abc import AbstractResolver
+
+from bench.invitro.model import WebModel, WebParams
+
+
+def start_server(folder: Path, hosts: int, extra: list[str]) -> tuple[subprocess.Popen[bytes], dict]:
+    ready = folder / "ready.json"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bench.invitro", "--hosts", str(hosts), "--ready-file", str(ready),
+         "--stats", str(folder / "stats.json"), "--no-dns", *extra],
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        if child.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("the in-vitro web did not start")
+        time.sleep(0.02)  # a child's ready file: nothing to wait on across processes
+    return child, orjson.loads(ready.read_bytes())
+
+
+class ModelResolver(AbstractResolver):
+    """Host names → model IPs without DNS traffic, so the server measures HTTP only."""
+
+    def __init__(self, model: WebModel) -> None:
+        self.model = model
+
+    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list[dict[str, Any]]:
+        ip = self.model.ip_of(host)
+        return [{"hostname": host, "host": ip, "port": port, "family": socket.AF_INET, "proto": 0, "flags": 0}]
+
+    async def close(self) -> None:
+        return None
+
+
+def targets(model: WebModel) -> list[str]:
+    """Every page URL of the web, interleaving hosts as a polite crawler does."""
+    per_host = [[f"http://{h}:{model.port}{p}" for p in model.paths(h)] for h in model.hosts()]
+    width = max(map(len, per_host))
+    return [pages[k] for k in range(width) for pages in per_host if k < len(pages)]
+
+
+async def load(
+    model: WebModel, seconds: float, concurrency: int, keepalive: bool, gzip: bool, distinct: int
+) -> tuple[int, float]:
+    work = targets(model)[: distinct or None]
+    connector = aiohttp.TCPConnector(
+        limit=concurrency, force_close=not keepalive, resolver=ModelResolver(model), use_dns_cache=False
+    )
+    headers = {"Accept-Encoding": "gzip" if gzip else "identity"}
+    done = 0
+    position = 0
+    start = time.monotonic()
+    deadline = start + seconds
+    async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
+
+        async def worker() -> None:
+            nonlocal done, position
+            while time.monotonic() < deadline:
+                url = work[position % len(work)]
+                position += 1
+                async with session.get(url, headers=headers) as response:
+                    await response.read()
+                done += 1
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return done, time.monotonic() - start
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--concurrency", type=int, default=100)
+    parser.add_argument("--hosts", type=int, default=2000)
+    parser.add_argument("--no-keepalive", action="store_true")
+    parser.add_argument("--gzip", action="store_true", help="ask for gzip (the server compresses HTML)")
+    parser.add_argument("--distinct", type=int, default=0, help="cycle over this many URLs (0: all; small: cached)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="invitro-load-") as tmp:
+        child, info = start_server(Path(tmp), args.hosts, [])
+        try:
+            model = WebModel(WebParams(hosts=args.hosts), info["port"])
+            done, wall = uvloop.run(load(model, args.seconds, args.concurrency, not args.no_keepalive, args.gzip, args.distinct))
+        finally:
+            child.send_signal(signal.SIGTERM)
+            child.wait(timeout=30)
+        stats = orjson.loads((Path(tmp) / "stats.json").read_bytes())
+    print(
+        f"{done / wall:8.0f} requests/s  (client saw {done} in {wall:.1f} s; server: {stats['requests']} requests, "
+        f"{stats['cpu_seconds']:.2f} CPU s, {stats['cpu_us_per_request']:.0f} µs CPU/request, "
+        f"{stats['body_bytes'] / max(1, stats['requests']):.0f} body bytes/request, {stats['connections']} connections)"
+    )
+
+
+if __name__ == "__main__":
+    main()

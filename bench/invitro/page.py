@@ -1,0 +1,288 @@
+"""One HTML page of the in-vitro web: its links and its markup, generated in one pass.
+
+Role: the hot path of the server. :class:`~bench.invitro.model.WebModel` decides where a page
+is (host, path, status); this module decides its links and writes them, between text blocks
+from :mod:`bench.invitro.html`, into about ``size`` bytes of realistic HTML.
+
+The links, in document order:
+
+- head: the stylesheet, and on 30 % of pages a canonical link to the page itself;
+- nav: a "skip to content" ``#main`` link, then home, parent and children in the host's tree;
+- body, in paragraphs of 1–3 links and "related" lists of 2–5: pages of the same host (3 % as
+  ``utm_source`` variants), ``external_share`` to other hosts, ``frac_binary`` to files,
+  ``missing_share`` to ``/missing/…`` (404); 5 % repeat an earlier link, 8 % carry a
+  ``#fragment``, 2 % are ``<area>``, 1 % ``<iframe>``, ``nofollow_share`` have rel=nofollow.
+
+Hrefs are written absolute (25 %), root-relative (35 %), relative (35 %, some with ``./``) or
+protocol-relative (5 %); relative ones are computed against the page's directory, or against
+its ``<base href>`` (a section, on 5 % of pages).
+
+Speed: a page is a ``b"".join`` of prebuilt byte strings and encoded hrefs, and each link is
+chosen and written in the same step (a plan-then-render design cost twice as much). The small
+decisions of a link come from the bits of one ``getrandbits`` draw.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from bench.invitro import html
+
+if TYPE_CHECKING:
+    from bench.invitro.model import HostInfo, WebModel
+
+STYLESHEET = "/static/site.css"
+UTM_SOURCES = ("feed", "newsletter", "social")
+_FRAGMENTS = ("#top", "#comments", "#section-2", "#")
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page's bytes and its links: parallel lists, absolute URLs without fragments."""
+
+    body: bytes
+    urls: list[str]
+    nofollow: list[bool]
+    tags: list[str]  # "link", "a", "area" or "iframe"
+
+
+class _Links:
+    """The parallel link lists of the page being written (plus each href, for repeats)."""
+
+    __slots__ = ("urls", "hrefs", "tags", "nofollow")
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+        self.hrefs: list[bytes] = []
+        self.tags: list[str] = []
+        self.nofollow: list[bool] = []
+
+    def add(self, url: str, href: bytes, tag: str = "a", nofollow: bool = False) -> bytes:
+        self.urls.append(url)
+        self.hrefs.append(href)
+        self.tags.append(tag)
+        self.nofollow.append(nofollow)
+        return href
+
+
+def directory(target: str) -> str:
+    """The directory part of a request target: ``/a/b.html?x`` → ``/a/``."""
+    return target.split("?", 1)[0].rpartition("/")[0] + "/"
+
+
+def write_page(web: WebModel, info: HostInfo, i: int, rng: random.Random, size: int) -> Page:
+    """Page ``i`` of a host, about ``size`` bytes, every choice drawn from ``rng``."""
+    r, bits = rng.random, rng.getrandbits
+    paths = web.host_paths(info)
+    origin = info.origin
+    url = origin + paths[i]
+    base_dir = directory(paths[i])
+    base_href = None
+    if info.pages > 1 and r() < 0.05:  # <base href> to a section: relative hrefs follow it
+        base_dir = f"/section{1 + int(r() * min(web.params.branching, info.pages - 1))}/"
+        base_href = origin + base_dir
+    links = _Links()
+    title = f"{html.TITLES[bits(9)]} {i}"
+    out = [html.HEAD_START, f"<title>{title} | {info.name}</title>\n".encode()]
+    out.append(f'<meta name="description" content="{html.SENTENCES[bits(10)]}">\n'.encode())
+    if base_href is not None:
+        out.append(b'<base href="%s">\n' % html.escape(base_href))
+    css = links.add(origin + STYLESHEET, html.escape(href(origin, STYLESHEET, base_dir, r())), "link")
+    out.append(b'<link rel="stylesheet" href="%s">\n' % css)
+    if r() < 0.3:
+        out.append(b'<link rel="canonical" href="%s">\n' % links.add(url, html.escape(url), "link"))
+    out.append(html.HEAD_END)
+    out.append(f'<header class="site">\n<p class="brand">{info.name}</p>\n</header>\n<nav aria-label="site">\n<ul>\n'.encode())
+    _write_nav(web, info, i, base_dir, base_href or url, links, rng, out)
+    out.append(f'</ul>\n</nav>\n<main id="main">\n<article>\n<h1>{title}</h1>\n'.encode())
+    count = round(info.degree * math.exp(0.4 * rng.gauss(0.0, 1.0) - 0.08))
+    count = min(count, int(4 * web.params.mean_links) + 1) - len(links.urls)
+    _write_body(web, info, base_dir, links, rng, max(0, count), out)
+    length = sum(map(len, out))
+    end = html.footer(info.name)
+    while length + len(end) < size:  # pad with text: paragraphs, now and then a heading or a list
+        block = html.PADDING[bits(11)]
+        out.append(block)
+        length += len(block)
+    out.append(end)
+    return Page(b"".join(out), links.urls, links.nofollow, links.tags)
+
+
+def _write_nav(
+    web: WebModel, info: HostInfo, i: int, base_dir: str, base_url: str, links: _Links, rng: random.Random, out: list[bytes]
+) -> None:
+    """The skip link, then home, parent and children: the tree that makes every page reachable."""
+    links.add(base_url, b"#main")
+    out.append(b'<li><a href="#main">Skip to content</a></li>\n')
+    b = web.params.branching
+    paths = web.host_paths(info)
+    family = ([0] if i else []) + ([(i - 1) // b] if i > b else []) + list(range(i * b + 1, min(i * b + b + 1, info.pages)))
+    for j in family:
+        written = links.add(info.origin + paths[j], html.escape(href(info.origin, paths[j], base_dir, rng.random())))
+        out += (html.ITEM_START, written, html.ITEM_CLOSES[rng.getrandbits(9)])
+
+
+def _write_body(
+    web: WebModel, info: HostInfo, base_dir: str, links: _Links, rng: random.Random, count: int, out: list[bytes]
+) -> None:
+    """``count`` text links in paragraphs and lists: chosen and written in one loop (the hot one).
+
+    The common case, a plain ``<a>`` to a page of the same host, takes its URL and written forms
+    from the host's table; everything else goes through :func:`_other_link`.
+    """
+    p = web.params
+    r, bits = rng.random, rng.getrandbits
+    urls, hrefs, tags, nofollow = links.urls, links.hrefs, links.tags, links.nofollow
+    table = host_table(web, info)
+    pages = info.pages
+    plain_from = p.external_share + (p.frac_binary if info.files else 0.0) + p.missing_share
+    nofollow_below = int(256 * p.nofollow_share)
+    first = len(urls)
+    left = 0  # links still to write in the current paragraph or list
+    as_list = False
+    for n in range(count):
+        if left == 0:  # close the paragraph or list, open the next
+            if n:
+                out.append(b"</ul>\n" if as_list else html.PARAGRAPH_ENDS[bits(10)])
+            as_list = r() < 0.15
+            left = 2 + int(r() * 4) if as_list else 1 + int(r() * 3)
+            out.append(html.LIST_STARTS[bits(9)] if as_list else b"<p>")
+        left -= 1
+        # Bits: 0-7 repeat, 8-15 utm, 16-23 fragment, 24-31 tag and rel, 32-41 text, 42-50 anchor.
+        b = bits(51)
+        if b & 0xFF < 13 and len(urls) > first:  # 5 %: an earlier link again, as pages do
+            k = first + int(r() * (len(urls) - first))
+            url, written, tag, rel = urls[k], hrefs[k], tags[k], nofollow[k]
+        else:
+            kind = r()
+            t = (b >> 24) & 0xFF
+            # 3 % utm variants, 8 % fragments, 3 % <area>/<iframe>: not the common case.
+            if kind >= plain_from and (b >> 8) & 0xFF >= 8 and (b >> 16) & 0xFF >= 20 and t >= 8:
+                j = int(r() * pages)
+                url, tag, rel = table.urls[j], "a", t - 8 < nofollow_below
+                form = r()
+                if form < 0.25:
+                    written = table.absolute[j]
+                elif form < 0.6:
+                    written = table.rooted[j]
+                elif form < 0.95:
+                    written = relative_href(base_dir, table.paths[j], form > 0.9)
+                else:
+                    written = table.absolute[j][5:]  # //host:port/…
+            else:
+                url, written, tag, rel = _other_link(web, info, base_dir, kind, b, r)
+        urls.append(url)
+        hrefs.append(written)
+        tags.append(tag)
+        nofollow.append(rel)
+        if tag != "a":
+            element = html.element(tag, written, html.ANCHORS[b >> 42])
+            out.append(b"<li>%s</li>\n" % element if as_list else html.LEADS[(b >> 32) & 1023][:-9] + element)
+        elif as_list:
+            out += (html.ITEM_START, written, (html.ITEM_CLOSES_NOFOLLOW if rel else html.ITEM_CLOSES)[b >> 42])
+        else:
+            out += (html.LEADS[(b >> 32) & 1023], written, (html.CLOSES_NOFOLLOW if rel else html.CLOSES)[b >> 42])
+    if count:
+        out.append(b"</ul>\n" if as_list else html.PARAGRAPH_ENDS[bits(10)])
+
+
+def _other_link(
+    web: WebModel, info: HostInfo, base_dir: str, kind: float, b: int, r: Callable[[], float]
+) -> tuple[str, bytes, str, bool]:
+    """(URL, written href, tag, nofollow) of a link that is not a plain one to a page of the host."""
+    p = web.params
+    t = (b >> 24) & 0xFF
+    nofollow_below = int(256 * p.nofollow_share)
+    if kind < p.external_share:
+        url, text = web.external_link(r)
+        return url, html.escape(text), "a", t < nofollow_below
+    kind -= p.external_share
+    if kind < p.frac_binary and info.files:
+        target = web.file_path(info, int(r() * info.files))
+    elif kind - (p.frac_binary if info.files else 0.0) < p.missing_share:
+        target = f"/missing/page{int(r() * 1000)}.html"
+    else:
+        target = host_table(web, info).paths[int(r() * info.pages)]
+        if (b >> 8) & 0xFF < 8:  # a utm_source variant, a distinct URL of the same page
+            target += f"{'&' if '?' in target else '?'}utm_source={UTM_SOURCES[b % 3]}"
+    text = href(info.origin, target, base_dir, r())
+    if (b >> 16) & 0xFF < 20:  # a fragment, which a crawler must drop
+        text += _FRAGMENTS[b & 3]
+    tag = "area" if t < 5 else "iframe" if t < 8 else "a"
+    return info.origin + target, html.escape(text), tag, tag == "a" and t - 8 < nofollow_below
+
+
+class HostTable(NamedTuple):
+    """A host's pages as links are written: index ``j`` is page ``j``."""
+
+    paths: tuple[str, ...]
+    urls: tuple[str, ...]  # origin + path
+    absolute: tuple[bytes, ...]  # escaped origin + path
+    rooted: tuple[bytes, ...]  # escaped path
+
+
+_tables: dict[tuple[int, str], HostTable] = {}
+
+
+def host_table(web: WebModel, info: HostInfo) -> HostTable:
+    """The table of a host (kept for the last few thousand hosts; rebuilding one is cheap)."""
+    key = (id(web), info.name)
+    table = _tables.get(key)
+    if table is None:
+        paths = web.host_paths(info)
+        urls = tuple(info.origin + path for path in paths)
+        table = HostTable(paths, urls, tuple(map(html.escape, urls)), tuple(map(html.escape, paths)))
+        if len(_tables) >= 4096:
+            _tables.clear()
+        _tables[key] = table
+    return table
+
+
+def href(origin: str, target: str, base_dir: str, form: float) -> str:
+    """How a page writes a link to ``target`` on its own host (``form`` uniform in [0, 1))."""
+    if form < 0.25:
+        return origin + target
+    if form < 0.6:
+        return target
+    if form < 0.95:
+        ref = relative_ref(base_dir, target)
+        return "./" + ref if form > 0.9 and ref[0] != "." else ref
+    return origin[5:] + target  # //host:port/…
+
+
+_relative_cache: dict[tuple[str, str], str] = {}
+_relative_href_cache: dict[tuple[str, str], bytes] = {}
+
+
+def relative_href(base_dir: str, target: str, dot: bool) -> bytes:
+    """:func:`relative_ref` as escaped bytes, with ``./`` in front when ``dot`` (and not already there)."""
+    written = _relative_href_cache.get((base_dir, target))
+    if written is None:
+        if len(_relative_href_cache) > 1 << 16:
+            _relative_href_cache.clear()
+        written = _relative_href_cache[base_dir, target] = html.escape(relative_ref(base_dir, target))
+    return b"./" + written if dot and written[0] != 46 else written  # 46 is "."
+
+
+def relative_ref(base_dir: str, target: str) -> str:
+    """The shortest relative reference from directory ``base_dir`` (ending in '/') to ``target``."""
+    key = (base_dir, target)
+    ref = _relative_cache.get(key)
+    if ref is None:
+        path, mark, query = target.partition("?")
+        base_segments = base_dir.split("/")[1:-1]
+        folder, _, name = path.rpartition("/")
+        segments = folder.split("/")[1:]
+        common = 0
+        while common < min(len(base_segments), len(segments)) and base_segments[common] == segments[common]:
+            common += 1
+        ref = "../" * (len(base_segments) - common) + "".join(s + "/" for s in segments[common:]) + name
+        ref = (ref or "./") + mark + query
+        if len(_relative_cache) > 1 << 16:
+            _relative_cache.clear()  # bounded; refilling costs little
+        _relative_cache[key] = ref
+    return ref

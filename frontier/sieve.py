@@ -1,0 +1,769 @@
+"""The Mercator sieve: a queue with memory, kept on disk (ARCHITECTURE.md step 2).
+
+Every URL enqueued k ≥ 1 times is dequeued exactly once, in the order of its first enqueue
+(guarantee G3), and RAM does not grow with the number of known URLs (G5). This is BUbiNG's
+``MercatorSieve`` after Heydon and Najork's Mercator: each URL (canonical bytes) is reduced to
+a 64-bit fingerprint; fingerprints wait in an in-memory *bucket* and the URLs in an auxiliary
+file; a *flush* sorts the bucket, merges it into the sorted file of every known fingerprint
+and appends the new URLs, in arrival order, to the on-disk *ready queue* that ``dequeue``
+reads. All big file access is sequential.
+
+File layout (one directory per sieve)
+-------------------------------------
+``store``            64-byte header (magic, known count, committed end of the ready queue as
+                     segment and offset, epoch of the aux file it consumed, flush count,
+                     xxh32 of the header), then the fingerprints of all known URLs: sorted,
+                     unique, little-endian uint64, 8 B per known URL.
+``aux``              16-byte header (magic, epoch), then frames of the URLs enqueued since the
+                     last flush with their fingerprints, in arrival order: the on-disk half of
+                     the bucket. Record i of ``aux`` is slot i of the bucket.
+``ready.NNNNNNNN``   the ready queue, in segments: frames of the URLs that passed the sieve.
+                     A flush starts a new segment once the current one exceeds
+                     ``segment_bytes``; segments wholly before the checkpointed read position
+                     are deleted by ``checkpoint``.
+``state.json``       the read position of the ready queue (segment, frame offset, index in the
+                     frame), written by ``checkpoint`` and ``close`` only.
+
+A *frame* is a 16-byte header ``magic, count, nbytes, xxh32(payload, seed=count)`` (u32 each)
+and a payload of ``count`` fingerprints (u64, aux only), ``count`` lengths (u32) and
+``nbytes`` bytes of URLs. A frame holds up to ``frame_urls`` URLs and is written with one
+system call; the checksum detects a torn or garbled frame, which is dropped with everything
+after it. Replacements
+(``store~``, ``aux~``, ``state.json~``) are written aside and renamed over the original.
+
+Flush (when the bucket is full, inside ``enqueue``, or on ``flush()``)
+---------------------------------------------------------------------
+1. The bucket is cut into 16 ranges of the hash space, so the sort's temporaries stay about
+   1/16 of the bucket. Each range is stable-argsorted; duplicates within it are dropped,
+   keeping the earliest arrival; the survivors are merged with the same range of ``store``,
+   read sequentially in 4 MiB chunks, into ``store~`` (``np.searchsorted`` finds the known
+   ones, ``np.insert`` merges the new ones). New arrivals are marked in a mask over the bucket.
+2. ``aux`` is read sequentially and the URLs at marked positions are appended, in arrival
+   order, to the ready segment (a byte mask built with ``np.repeat`` selects them frame by
+   frame, with no per-URL Python code).
+3. The header of ``store~`` is written and ``store~`` is renamed over ``store``. This rename is
+   the commit: the new known set, the new end of the ready queue and "aux epoch e consumed"
+   become true together.
+4. A fresh ``aux`` of epoch e+1 replaces the old one; the bucket is emptied.
+
+A flush costs O(known + bucket) sequential I/O: the store is rewritten each time (8 B per
+known URL). RAM is the bucket (8 B per slot) plus, during a flush, about 6 B per slot of
+masks and sort temporaries, so ``bucket_bytes`` is counted at 16 B per slot
+(``SLOT_BYTES``); add at most three store chunks (12 MiB) whatever the known count.
+
+Crash semantics
+---------------
+The files are the state. After a kill -9 at any instant, reopening the directory neither
+crashes nor corrupts: ``store~``/``aux~``/``state.json~`` leftovers are deleted; a ready
+segment is cut back to the committed end recorded in ``store`` (a flush that died before its
+commit leaves no trace), and segments beyond it are deleted; an ``aux`` whose epoch the store
+already consumed is discarded, otherwise its intact frames are reloaded into the bucket and its
+torn tail is cut. So, across a crash:
+
+* every URL whose frame reached ``aux`` is kept. URLs of the frame still being built in RAM
+  (fewer than ``frame_urls``, 1024 by default) are lost; ``checkpoint`` and ``close`` write
+  it out.
+* delivery is at least once: the read position is persisted only by ``checkpoint`` and
+  ``close``, so URLs dequeued after the last checkpoint come out again. A caller that makes its
+  own state durable together with ``checkpoint`` (what BUbiNG calls a snapshot) gets exactly once.
+* ``checkpoint`` fsyncs the files and the directory; ``fsync=False`` skips that (tests,
+  throwaway runs), which keeps kill -9 safety but not power-loss safety. A flush never fsyncs:
+  after a power loss, a store renamed since the last checkpoint may be short, which opening
+  detects (header checksum and file size) and reports as :class:`SieveCorrupted`.
+
+Collisions
+----------
+Two different URLs with the same 64-bit fingerprint are one URL to the sieve: the later one
+is dropped. With n known URLs a new URL is lost with probability about n/2^64 (one in 1.8·10^11
+at 10^8 known URLs), the exception G3 allows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterator, NamedTuple
+
+import numpy as np
+import xxhash
+
+_xxh3 = xxhash.xxh3_64_intdigest
+_xxh32 = xxhash.xxh32_intdigest
+
+SLOT_BYTES = 16  # bucket RAM per slot: 8 B fingerprint + a flush's mask and sort temporaries
+CHUNK = 1 << 19  # fingerprints per store chunk read or written by a flush (4 MiB)
+RANGES = 16  # a flush sorts the bucket in this many ranges of the hash space ...
+RANGES_ABOVE = 1 << 16  # ... when it holds more than this many URLs
+U64 = np.dtype("<u8")
+U32 = np.dtype("<u4")
+
+_FRAME = struct.Struct("<IIII")  # magic, count, nbytes, xxh32(payload, seed=count)
+_FRAME_MAGIC = 0x31524653  # b"SFR1"
+_STORE = struct.Struct("<8sQQQQQ")  # magic, known, ready segment, ready end, aux epoch, flushes
+_STORE_MAGIC = b"SIEVSTO1"
+_STORE_HEADER = 64  # _STORE, then xxh32 of it (u32), then zeros
+_AUX = struct.Struct("<8sQ")  # magic, epoch
+_AUX_MAGIC = b"SIEVAUX1"
+
+
+def fingerprint(url: bytes) -> int:
+    """The sieve's 64-bit fingerprint of a URL: xxh3_64 (the URL cache uses the same)."""
+    return _xxh3(url)
+
+
+class SieveCorrupted(Exception):
+    """A sieve file is damaged in a way no process crash can cause (a power loss, a bad disk)."""
+
+
+class ReadyOffset(NamedTuple):
+    """A position in the ready queue: segment number, frame offset in it, index in the frame."""
+
+    segment: int
+    offset: int
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class SieveStatistics:
+    known: int  # fingerprints in the store
+    pending: int  # URLs in the bucket, waiting for a flush
+    ready: int  # URLs that passed the sieve and wait to be dequeued
+    dequeued: int  # URLs ever dequeued (as of the last checkpoint, after a crash)
+    flushes: int  # flushes ever committed
+    bucket_slots: int
+    bucket_bytes: int  # RAM budget of the bucket: slots × SLOT_BYTES
+    bytes_on_disk: int  # store + aux + ready segments
+    store_bytes: int
+    segments: int  # ready-queue segment files
+    last_flush_urls: int  # URLs sieved by the last flush of this process ...
+    last_flush_new: int  # ... and how many of them were new
+    lost_on_open: int  # torn or garbled frames dropped when the sieve was opened
+    corrupt_frames: int  # ready frames skipped on a checksum mismatch
+
+
+class MercatorSieve:
+    """A queue with memory, on disk: enqueued k ≥ 1 times, dequeued exactly once, in first-enqueue order.
+
+    Invariants: the store holds ``known_count`` fingerprints; bucket slot i is record i of
+    ``aux`` (the records from ``_frame_start`` on are still in the RAM frame); the ready queue
+    holds, from the read position to the committed end, ``ready_count`` URLs that passed the
+    sieve and were not dequeued. Not thread-safe: one owner calls every method.
+    """
+
+    __slots__ = (
+        "directory", "bucket_slots", "fsync", "_segment_bytes", "_frame_urls", "_closed",
+        "_known", "_ready_seg", "_ready_end", "_aux_consumed", "_flushes",
+        "_fps", "_pending", "_frame", "_frame_start", "_stop", "_aux_fd", "_aux_epoch",
+        "_segment_ends", "_ready_count", "_writer", "_unsynced", "_store_unsynced",
+        "_read_seg", "_read_off", "_reader", "_buffer", "_buffer_index", "_buffer_size", "_skip",
+        "_dequeued", "_last_flush", "_lost_on_open", "_corrupt_frames",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        directory: Path | str,
+        *,
+        bucket_bytes: int = 64 << 20,
+        segment_bytes: int = 64 << 20,
+        frame_urls: int = 1024,
+        fsync: bool = True,
+    ) -> None:
+        if bucket_bytes < SLOT_BYTES:
+            raise ValueError(f"bucket_bytes must be at least {SLOT_BYTES}, got {bucket_bytes}")
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.bucket_slots = bucket_bytes // SLOT_BYTES
+        self.fsync = fsync
+        self._segment_bytes = segment_bytes
+        self._frame_urls = max(1, frame_urls)
+        self._closed = False
+        self._aux_fd = -1
+        self._writer: tuple[int, int] | None = None  # (segment, fd) being appended to
+        self._reader: tuple[int, int] | None = None  # (segment, fd) being read
+        self._unsynced: set[int] = set()
+        self._store_unsynced = False
+        self._last_flush = (0, 0)
+        self._lost_on_open = self._corrupt_frames = 0
+        for leftover in ("store~", "aux~", "state.json~"):
+            (self.directory / leftover).unlink(missing_ok=True)
+        self._read_store_header()
+        self._open_ready()
+        self._open_aux()
+        if self._pending >= self.bucket_slots:
+            self.flush()
+
+    # -- enqueue and flush -----------------------------------------------------------------
+
+    def enqueue(self, url: bytes, fp: int | None = None) -> None:
+        """Offer a canonical URL; ``fp`` is its :func:`fingerprint` if the caller has it.
+
+        Flushes (O(known) sequential I/O) when the bucket becomes full.
+        """
+        if fp is None:
+            fp = _xxh3(url)
+        n = self._pending
+        self._fps[n] = fp
+        self._frame.append(url)
+        n += 1
+        self._pending = n
+        if n >= self._stop:  # the frame or the bucket is full
+            self._write_frame()
+            if n >= self.bucket_slots:
+                self.flush()
+
+    def flush(self) -> int:
+        """Sieve the bucket into the ready queue (see the module docstring); returns how many URLs were new."""
+        self._check_open()
+        n = self._pending
+        if n == 0:
+            return 0
+        self._write_frame()
+        fps = np.frombuffer(self._fps, dtype=np.uint64, count=n)
+        tmp = self.directory / "store~"
+        with open(tmp, "wb") as dst, _open_or_none(self.directory / "store") as src:
+            dst.write(bytes(_STORE_HEADER))
+            src.seek(_STORE_HEADER if self._known else 0)
+            new = _merge(fps, src, self._known, dst)
+            fresh = int(np.count_nonzero(new))
+            segment, end = self._append_ready(new, fresh)
+            dst.seek(0)
+            dst.write(_store_header(self._known + fresh, segment, end, self._aux_epoch, self._flushes + 1))
+        os.replace(tmp, self.directory / "store")  # the commit
+        self._known += fresh
+        self._flushes += 1
+        self._store_unsynced = True
+        self._aux_consumed = self._aux_epoch
+        self._ready_seg, self._ready_end = segment, end
+        self._segment_ends[segment] = end
+        self._ready_count += fresh
+        self._last_flush = (n, fresh)
+        self._new_aux(self._aux_epoch + 1)
+        return fresh
+
+    def _write_frame(self) -> None:
+        """Append the RAM frame (the newest bucket records) to ``aux`` with one system call."""
+        urls = self._frame
+        if not urls:
+            return
+        self._check_open()
+        start, end = self._frame_start, self._pending
+        fps = np.frombuffer(self._fps, dtype=np.uint64, count=end - start, offset=8 * start)
+        lengths = np.fromiter(map(len, urls), dtype=U32, count=len(urls))
+        payload = b"".join((fps.astype(U64, copy=False).tobytes(), lengths.tobytes(), *urls))
+        _write_all(self._aux_fd, _frame_header(len(urls), int(lengths.sum()), payload) + payload)
+        self._frame = []
+        self._frame_start = end
+        self._stop = min(end + self._frame_urls, self.bucket_slots)
+
+    def _append_ready(self, new: np.ndarray, fresh: int) -> tuple[int, int]:
+        """Copy the URLs of ``aux`` marked in ``new`` to the ready queue (not yet committed)."""
+        segment, end = self._ready_seg, self._ready_end
+        if fresh == 0:
+            return segment, end
+        if end >= self._segment_bytes:
+            segment, end = segment + 1, 0
+        fd = self._writer_fd(segment, end)
+        parts: list[bytes] = []
+        texts: list[bytes] = []
+        count = seen = 0
+        path = self.directory / "aux"
+        with open(path, "rb") as aux:
+            aux.seek(_AUX.size)
+            for records, payload, _ in _frames(aux, 8, path.stat().st_size):
+                keep = new[seen : seen + records]
+                seen += records
+                if not keep.any():
+                    continue
+                lengths = np.frombuffer(payload, dtype=U32, count=records, offset=8 * records)
+                data = np.frombuffer(payload, dtype=np.uint8, offset=12 * records)
+                chosen = lengths[keep]
+                parts.append(chosen.tobytes())
+                texts.append(data[np.repeat(keep, lengths)].tobytes())
+                count += len(chosen)
+                if count >= self._frame_urls:
+                    end = _write_ready_frame(fd, end, count, parts, texts)
+                    parts, texts, count = [], [], 0
+        if count:
+            end = _write_ready_frame(fd, end, count, parts, texts)
+        if seen != self._pending:
+            raise SieveCorrupted(f"{path} holds {seen} URLs but the bucket {self._pending}")
+        self._unsynced.add(segment)
+        return segment, end
+
+    # -- dequeue -----------------------------------------------------------------------------
+
+    def dequeue(self, max_items: int) -> list[bytes]:
+        """Up to ``max_items`` ready URLs, oldest first; fewer (maybe none) if fewer are ready.
+
+        URLs still in the bucket are not ready until a flush.
+        """
+        self._check_open()
+        out: list[bytes] = []
+        while len(out) < max_items:
+            i = self._buffer_index
+            if i < len(self._buffer):
+                j = min(len(self._buffer), i + max_items - len(out))
+                out += self._buffer[i:j]
+                self._buffer_index = j
+            elif not self._next_frame():
+                break
+        self._ready_count -= len(out)
+        self._dequeued += len(out)
+        return out
+
+    def _next_frame(self) -> bool:
+        """Move past the buffered frame and buffer the next one; False at the committed end."""
+        self._read_off += self._buffer_size
+        self._buffer, self._buffer_index, self._buffer_size = [], 0, 0
+        while True:
+            segment, offset = self._read_seg, self._read_off
+            if offset >= self._segment_ends.get(segment, 0):
+                if segment >= self._ready_seg:
+                    return False
+                self._read_seg, self._read_off = segment + 1, 0
+                continue
+            fd = self._reader_fd(segment)
+            magic, count, nbytes, check = _FRAME.unpack(os.pread(fd, _FRAME.size, offset))
+            size = 4 * count + nbytes
+            if magic != _FRAME_MAGIC or offset + _FRAME.size + size > self._segment_ends[segment]:
+                raise SieveCorrupted(f"ready.{segment:08d}: bad frame header at {offset}")
+            payload = os.pread(fd, size, offset + _FRAME.size)
+            if len(payload) != size or _xxh32(payload, count) != check:
+                self._corrupt_frames += 1
+                self._ready_count -= count - self._skip
+                self._read_off, self._skip = offset + _FRAME.size + size, 0
+                continue
+            ends = (np.cumsum(np.frombuffer(payload, dtype=U32, count=count), dtype=np.int64) + 4 * count).tolist()
+            starts = [4 * count, *ends[:-1]]
+            self._buffer = [payload[a:b] for a, b in zip(starts, ends)]
+            self._buffer_size = _FRAME.size + size
+            self._buffer_index, self._skip = min(self._skip, count), 0
+            return True
+
+    # -- durability ----------------------------------------------------------------------------
+
+    @property
+    def ready_offset(self) -> ReadyOffset:
+        """Where the next dequeue reads; ``checkpoint`` persists it, and a reopen resumes from it."""
+        return ReadyOffset(self._read_seg, self._read_off, self._buffer_index or self._skip)
+
+    def checkpoint(self) -> None:
+        """Make the current state durable: bucket, known set, ready queue and read position.
+
+        After a crash the sieve reopens at least at this point: no URL enqueued before it is
+        lost, and no URL dequeued before it comes out again. Also deletes consumed segments.
+        """
+        self._check_open()
+        self._write_frame()
+        if self.fsync:
+            os.fsync(self._aux_fd)
+            for segment in sorted(self._unsynced):
+                _fsync_path(self._segment_path(segment))
+            if self._store_unsynced and self._known:
+                _fsync_path(self.directory / "store")
+        self._unsynced.clear()
+        self._store_unsynced = False
+        self._write_state()
+        for segment in [s for s in self._segment_ends if s < self._read_seg]:
+            if self._reader is not None and self._reader[0] == segment:
+                self._close_reader()
+            del self._segment_ends[segment]
+            self._segment_path(segment).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Checkpoint and release the files; reopening the directory continues exactly."""
+        if self._closed:
+            return
+        self.checkpoint()
+        os.close(self._aux_fd)
+        self._aux_fd = -1
+        self._close_reader()
+        if self._writer is not None:
+            os.close(self._writer[1])
+            self._writer = None
+        self._closed = True
+
+    def __del__(self) -> None:
+        # Like a crash: give the descriptors back, write nothing.
+        if not getattr(self, "_closed", True):
+            for fd in (self._aux_fd, *(x[1] for x in (self._reader, self._writer) if x is not None)):
+                if fd >= 0:
+                    os.close(fd)
+
+    def __enter__(self) -> MercatorSieve:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"sieve {self.directory} is closed")
+
+    def _write_state(self) -> None:
+        offset = self.ready_offset
+        state = {"version": 1, "read": list(offset), "dequeued": self._dequeued}
+        tmp = self.directory / "state.json~"
+        with open(tmp, "w") as f:
+            json.dump(state, f)
+            f.flush()
+            if self.fsync:
+                os.fsync(f.fileno())
+        os.replace(tmp, self.directory / "state.json")
+        if self.fsync:
+            _fsync_path(self.directory)
+
+    # -- opening ---------------------------------------------------------------------------------
+
+    def _read_store_header(self) -> None:
+        path = self.directory / "store"
+        self._known, self._ready_seg, self._ready_end, self._aux_consumed, self._flushes = 0, 0, 0, 0, 0
+        if not path.exists():
+            return
+        with open(path, "rb") as f:
+            head = f.read(_STORE_HEADER)
+        size = path.stat().st_size
+        if len(head) < _STORE_HEADER or _xxh32(head[: _STORE.size]) != struct.unpack_from("<I", head, _STORE.size)[0]:
+            raise SieveCorrupted(f"{path}: bad header")
+        magic, known, segment, end, consumed, flushes = _STORE.unpack_from(head)
+        if magic != _STORE_MAGIC or size != _STORE_HEADER + 8 * known:
+            raise SieveCorrupted(f"{path}: {size} bytes for {known} fingerprints")
+        self._known, self._ready_seg, self._ready_end, self._aux_consumed, self._flushes = known, segment, end, consumed, flushes
+
+    def _open_ready(self) -> None:
+        """Cut the ready queue back to its committed end and count the URLs left to read."""
+        segment, offset, index, self._dequeued = _read_state(self.directory / "state.json")
+        if (segment, offset) > (self._ready_seg, self._ready_end):
+            segment, offset, index = self._ready_seg, self._ready_end, 0
+        for path in self.directory.glob("ready.*"):
+            number = int(path.suffix[1:]) if path.suffix[1:].isdigit() else -1
+            if number < segment or number > self._ready_seg:
+                path.unlink()
+        self._segment_ends, self._ready_count = {}, 0
+        for number in range(segment, self._ready_seg + 1):
+            with open(self._segment_path(number), "ab+") as f:
+                size = f.seek(0, os.SEEK_END)
+                limit = min(size, self._ready_end) if number == self._ready_seg else size
+                if number == segment and offset > limit:
+                    offset, index = limit, 0
+                start = offset if number == segment else 0
+                end, count = _walk_frames(f, start, limit)
+                if number == segment:
+                    index = min(index, _frame_count(f, start)) if end > start else 0
+                    count -= index
+                if end < size:  # an uncommitted tail (normal after a crash), or damage
+                    self._lost_on_open += end < limit
+                    f.truncate(end)
+            self._segment_ends[number] = end
+            self._ready_count += count
+        self._ready_end = self._segment_ends[self._ready_seg]
+        self._read_seg, self._read_off, self._skip = segment, offset, index
+        self._buffer, self._buffer_index, self._buffer_size = [], 0, 0
+
+    def _open_aux(self) -> None:
+        """Reload the intact frames of an unconsumed ``aux`` into the bucket, or start a new one."""
+        path = self.directory / "aux"
+        chunks: list[bytes] = []
+        epoch = 0
+        if path.exists():
+            with open(path, "rb+") as f:
+                head = f.read(_AUX.size)
+                if len(head) == _AUX.size:
+                    magic, epoch = _AUX.unpack(head)
+                    if magic != _AUX_MAGIC:
+                        epoch = 0
+                if epoch > self._aux_consumed:
+                    size = path.stat().st_size
+                    end = _AUX.size
+                    for count, payload, frame in _frames(f, 8, size):
+                        chunks.append(payload[: 8 * count])
+                        end += frame
+                    if end < size:
+                        self._lost_on_open += 1
+                        f.truncate(end)
+        pending = sum(len(c) for c in chunks) // 8
+        self._fps = array("Q", [0]) * max(self.bucket_slots, pending)
+        np.frombuffer(self._fps, dtype=np.uint64, count=pending)[:] = np.frombuffer(b"".join(chunks), dtype=U64)
+        self._pending = self._frame_start = pending
+        self._frame = []
+        self._stop = min(pending + self._frame_urls, self.bucket_slots)
+        if epoch > self._aux_consumed:
+            self._aux_epoch = epoch
+            self._aux_fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        else:
+            self._new_aux(self._aux_consumed + 1)
+
+    def _new_aux(self, epoch: int) -> None:
+        tmp = self.directory / "aux~"
+        with open(tmp, "wb") as f:
+            f.write(_AUX.pack(_AUX_MAGIC, epoch))
+        os.replace(tmp, self.directory / "aux")
+        if self._aux_fd >= 0:
+            os.close(self._aux_fd)
+        self._aux_fd = os.open(self.directory / "aux", os.O_WRONLY | os.O_APPEND)
+        self._aux_epoch = epoch
+        self._pending = self._frame_start = 0
+        self._frame = []
+        self._stop = min(self._frame_urls, self.bucket_slots)
+
+    # -- files -----------------------------------------------------------------------------------
+
+    def _segment_path(self, segment: int) -> Path:
+        return self.directory / f"ready.{segment:08d}"
+
+    def _writer_fd(self, segment: int, end: int) -> int:
+        if self._writer is None or self._writer[0] != segment:
+            if self._writer is not None:
+                os.close(self._writer[1])
+            self._writer = (segment, os.open(self._segment_path(segment), os.O_WRONLY | os.O_CREAT, 0o644))
+        os.ftruncate(self._writer[1], end)  # drop what a failed flush may have left
+        return self._writer[1]
+
+    def _reader_fd(self, segment: int) -> int:
+        if self._reader is None or self._reader[0] != segment:
+            self._close_reader()
+            self._reader = (segment, os.open(self._segment_path(segment), os.O_RDONLY))
+        return self._reader[1]
+
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            os.close(self._reader[1])
+            self._reader = None
+
+    # -- summaries ---------------------------------------------------------------------------------
+
+    @property
+    def known_count(self) -> int:
+        return self._known
+
+    @property
+    def pending_count(self) -> int:
+        return self._pending
+
+    @property
+    def ready_count(self) -> int:
+        return self._ready_count
+
+    def statistics(self) -> SieveStatistics:
+        def size(path: Path) -> int:
+            try:
+                return path.stat().st_size
+            except FileNotFoundError:
+                return 0
+
+        store = size(self.directory / "store")
+        segments = sum(size(self._segment_path(s)) for s in self._segment_ends)
+        return SieveStatistics(
+            known=self._known,
+            pending=self._pending,
+            ready=self._ready_count,
+            dequeued=self._dequeued,
+            flushes=self._flushes,
+            bucket_slots=self.bucket_slots,
+            bucket_bytes=self.bucket_slots * SLOT_BYTES,
+            bytes_on_disk=store + size(self.directory / "aux") + segments,
+            store_bytes=store,
+            segments=len(self._segment_ends),
+            last_flush_urls=self._last_flush[0],
+            last_flush_new=self._last_flush[1],
+            lost_on_open=self._lost_on_open,
+            corrupt_frames=self._corrupt_frames,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"<MercatorSieve {str(self.directory)!r} known={self._known:,} pending={self._pending:,}"
+            f"/{self.bucket_slots:,} ready={self._ready_count:,} flushes={self._flushes:,}"
+            f"{' closed' if self._closed else ''}>"
+        )
+
+
+# -- the merge -------------------------------------------------------------------------------------
+
+
+def _merge(fps: np.ndarray, src: BinaryIO, known: int, dst: BinaryIO) -> np.ndarray:
+    """Merge the bucket's fingerprints into the store stream; returns a mask of the new arrivals.
+
+    A fingerprint is new if the store lacks it and no earlier slot of the bucket holds it.
+    """
+    n = len(fps)
+    new = np.zeros(n, dtype=bool)
+    merge = _StoreMerge(src, known, dst)
+    ranges = RANGES if n > RANGES_ABOVE else 1
+    shift = 64 - (ranges.bit_length() - 1)
+    above = np.empty(n, dtype=bool) if ranges > 1 else None
+    below = np.empty(n, dtype=bool) if ranges > 1 else None
+    for r in range(ranges):
+        if above is None or below is None:
+            slots = np.arange(n)
+        else:
+            np.greater_equal(fps, np.uint64(r << shift), out=above)
+            if r + 1 < ranges:
+                np.less(fps, np.uint64((r + 1) << shift), out=below)
+                above &= below
+            slots = np.flatnonzero(above)
+        values = fps[slots]
+        order = np.argsort(values, kind="stable")  # equal fingerprints keep arrival order
+        values, slots = values[order], slots[order]
+        del order
+        first = np.empty(len(values), dtype=bool)
+        first[:1] = True
+        np.not_equal(values[1:], values[:-1], out=first[1:])
+        values, slots = values[first], slots[first]
+        new[slots[merge.feed(values)]] = True
+    merge.finish()
+    return new
+
+
+class _StoreMerge:
+    """Streams the sorted store from ``src`` to ``dst`` in chunks, inserting new fingerprints.
+
+    ``feed`` takes sorted unique fingerprints, each call's all above the previous call's, and
+    says which of them the store lacks; ``finish`` copies the rest of the store.
+    """
+
+    def __init__(self, src: BinaryIO, known: int, dst: BinaryIO) -> None:
+        self._src, self._left, self._dst = src, known, dst
+        self._chunk = np.empty(0, dtype=U64)  # read, not yet written
+
+    def feed(self, values: np.ndarray) -> np.ndarray:
+        is_new = np.ones(len(values), dtype=bool)
+        j, total = 0, len(values)
+        while j < total:
+            chunk = self._chunk
+            if not len(chunk):
+                if not self._left:
+                    self._write(values[j:])
+                    break
+                chunk = self._chunk = self._read()
+            k = j + int(np.searchsorted(values[j:], chunk[-1], side="right"))
+            if k < total:  # values go past this chunk: all of it can be written
+                self._chunk = np.empty(0, dtype=U64)
+            else:  # keep the part above the last value for the next range
+                p = int(np.searchsorted(chunk, values[-1], side="right"))
+                chunk, self._chunk = chunk[:p], chunk[p:]
+            self._write(self._insert(chunk, values[j:k], is_new[j:k]))
+            j = k
+        return is_new
+
+    def finish(self) -> None:
+        self._write(self._chunk)
+        while self._left:
+            self._write(self._read())
+
+    @staticmethod
+    def _insert(chunk: np.ndarray, values: np.ndarray, is_new: np.ndarray) -> np.ndarray:
+        if not len(values):
+            return chunk
+        if not len(chunk):
+            return values
+        where = np.searchsorted(chunk, values)
+        is_new[:] = chunk[np.minimum(where, len(chunk) - 1)] != values
+        return np.insert(chunk, where[is_new], values[is_new])
+
+    def _read(self) -> np.ndarray:
+        count = min(CHUNK, self._left)
+        chunk = np.empty(count, dtype=U64)
+        if self._src.readinto(memoryview(chunk).cast("B")) != 8 * count:
+            raise SieveCorrupted("the store is shorter than its header says")
+        self._left -= count
+        return chunk
+
+    def _write(self, values: np.ndarray) -> None:
+        if len(values):
+            self._dst.write(memoryview(np.ascontiguousarray(values, dtype=U64)).cast("B"))
+
+
+# -- frames and small file helpers -----------------------------------------------------------------
+
+
+def _frame_header(count: int, nbytes: int, payload: bytes) -> bytes:
+    return _FRAME.pack(_FRAME_MAGIC, count, nbytes, _xxh32(payload, count))
+
+
+def _write_ready_frame(fd: int, offset: int, count: int, parts: list[bytes], texts: list[bytes]) -> int:
+    payload = b"".join(parts + texts)
+    frame = _frame_header(count, len(payload) - 4 * count, payload) + payload
+    while frame:
+        written = os.pwrite(fd, frame, offset)
+        offset += written
+        frame = frame[written:]
+    return offset
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _frames(f: BinaryIO, fp_bytes: int, limit: int) -> Iterator[tuple[int, bytes, int]]:
+    """(count, payload, frame size) of each intact frame from ``f``'s position, up to ``limit``.
+
+    Stops at the first torn or garbled frame.
+    """
+    position = f.tell()
+    while position + _FRAME.size <= limit:
+        magic, count, nbytes, check = _FRAME.unpack(f.read(_FRAME.size))
+        size = count * (fp_bytes + 4) + nbytes
+        if magic != _FRAME_MAGIC or position + _FRAME.size + size > limit:
+            return
+        payload = f.read(size)
+        if len(payload) != size or _xxh32(payload, count) != check:
+            return
+        position += _FRAME.size + size
+        yield count, payload, _FRAME.size + size
+
+
+def _walk_frames(f: BinaryIO, offset: int, limit: int) -> tuple[int, int]:
+    """Follow ready-frame headers from ``offset``: (end of the last whole frame, URLs in them)."""
+    count = 0
+    while offset + _FRAME.size <= limit:
+        f.seek(offset)
+        magic, records, nbytes, _ = _FRAME.unpack(f.read(_FRAME.size))
+        end = offset + _FRAME.size + 4 * records + nbytes
+        if magic != _FRAME_MAGIC or end > limit:
+            break
+        offset, count = end, count + records
+    return offset, count
+
+
+def _frame_count(f: BinaryIO, offset: int) -> int:
+    f.seek(offset)
+    return _FRAME.unpack(f.read(_FRAME.size))[1]
+
+
+def _store_header(known: int, segment: int, end: int, consumed: int, flushes: int) -> bytes:
+    head = _STORE.pack(_STORE_MAGIC, known, segment, end, consumed, flushes)
+    return (head + struct.pack("<I", _xxh32(head))).ljust(_STORE_HEADER, b"\0")
+
+
+def _read_state(path: Path) -> tuple[int, int, int, int]:
+    """(segment, offset, index, dequeued) from ``state.json``; the start if there is none."""
+    try:
+        state = json.loads(path.read_text())
+        segment, offset, index = (int(x) for x in state["read"])
+        return segment, offset, index, int(state["dequeued"])
+    except FileNotFoundError:
+        return 0, 0, 0, 0
+    except (ValueError, KeyError, TypeError) as exc:  # written atomically: only a bad disk gets here
+        raise SieveCorrupted(f"{path}: {exc}") from exc
+
+
+def _open_or_none(path: Path) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        return open(os.devnull, "rb")
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

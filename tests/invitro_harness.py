@@ -1,0 +1,170 @@
+"""Test helpers: the in-vitro web in a background thread, ``crawl run`` in a child process, oracles.
+
+The web runs in-process (its own event loop in a thread) so a test can read its model and its
+request log; the crawler runs as the real ``crawl`` CLI in a separate process, over real
+sockets on loopback and through the in-vitro DNS server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+from protego import Protego
+
+from bench.invitro import InVitro, LogRecord, WebModel, WebParams, read_log, start_invitro
+from frontier.urls import canonicalize, split
+
+USER_AGENT = "crawl-test/1.0"
+
+
+class WebThread:
+    """The in-vitro web served from a thread; ``stop()`` closes it and flushes its log."""
+
+    def __init__(self, params: WebParams, log_path: Path, **kwargs: object) -> None:
+        self.log_path = log_path
+        self._ready = threading.Event()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, args=(params, kwargs), daemon=True)
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise RuntimeError("the in-vitro web did not start")
+        if self._error is not None:
+            raise self._error
+
+    def _run(self, params: WebParams, kwargs: dict) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._error: BaseException | None = None
+        try:
+            self.web: InVitro = self._loop.run_until_complete(
+                start_invitro(params, log_path=self.log_path, flush_interval=0.05, **kwargs)
+            )
+        except BaseException as e:  # surfaced in the constructor
+            self._error = e
+            self._ready.set()
+            return
+        self._ready.set()
+        self._loop.run_forever()
+
+    @property
+    def model(self) -> WebModel:
+        return self.web.model
+
+    def stop(self) -> list[LogRecord]:
+        """Stop serving (once) and return the request log."""
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self.web.close(), self._loop).result(30)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(30)
+        return read_log(self.log_path)
+
+
+@dataclass
+class CrawlResult:
+    process: subprocess.CompletedProcess[str]
+    stats: dict
+    out: Path
+
+
+def run_crawl(
+    out: Path, seeds: list[str], *, dns: str | None, settings: list[str] = (), args: list[str] = (), timeout: float = 240
+) -> CrawlResult:  # type: ignore[assignment]
+    seeds_file = out.parent / f"{out.name}-seeds.txt"
+    seeds_file.write_text("\n".join(seeds) + "\n")
+    cmd = [sys.executable, "-m", "engine.cli", "run", "--seeds", str(seeds_file), "--out", str(out),
+           "--set", 'network.allow_networks=["127.0.0.0/8"]', "--set", f'engine.user_agent="{USER_AGENT}"',
+           "--set", 'engine.progress="off"', "--set", "frontier.sieve_flush_interval=0.0"]
+    if dns:
+        cmd += ["--dns", dns]
+    for s in settings:
+        cmd += ["--set", s]
+    cmd += list(args)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    return CrawlResult(proc, orjson.loads((out / "stats.json").read_bytes()), out)
+
+
+def robots_for(model: WebModel, host: str) -> Protego | bool:
+    """What robots.txt says for a host, by RFC 9309 and protego: True = allow all, False = none."""
+    status, body = model.robots_txt(host)
+    if 400 <= status < 500:
+        return True
+    if status >= 500:
+        return False
+    return Protego.parse(body.decode("utf-8", "replace"))
+
+
+def allowed(rules: Protego | bool, url: str) -> bool:
+    if isinstance(rules, bool):
+        return rules
+    return rules.can_fetch(url, USER_AGENT)
+
+
+def reachable(model: WebModel, seeds: list[str], follow_nofollow: bool = False) -> set[str]:
+    """Every URL a polite breadth-first crawl from ``seeds`` must fetch (robots.txt excluded)."""
+    seen: set[str] = set()
+    queue = deque(u for u in (canonicalize(s) for s in seeds) if u)
+    rules: dict[str, Protego | bool] = {}
+    while queue:
+        url = queue.popleft()
+        if url in seen:
+            continue
+        sa, target = split(url)
+        host = sa.split("//", 1)[1].rsplit(":", 1)[0]
+        if model.host_info(host) is None:
+            continue  # not in the web's DNS: never fetched
+        if host not in rules:
+            rules[host] = robots_for(model, host)
+        if not allowed(rules[host], url):
+            continue
+        seen.add(url)
+        response = model.respond(host, target)
+        follow: dict[str, bool] = {}
+        for link, nofollow in zip(response.links, response.nofollow):
+            follow[link] = follow.get(link, False) or follow_nofollow or not nofollow
+        for link, ok in follow.items():
+            c = canonicalize(link)
+            if ok and c and c not in seen:
+                queue.append(c)
+    return seen
+
+
+def page_requests(log: list[LogRecord]) -> list[LogRecord]:
+    return [r for r in log if r.target != "/robots.txt"]
+
+
+def url_of(record: LogRecord, port: int) -> str:
+    return f"http://{record.host}:{port}{record.target}"
+
+
+def by_key(log: list[LogRecord], key: str) -> dict[str, list[LogRecord]]:
+    groups: dict[str, list[LogRecord]] = defaultdict(list)
+    for r in sorted(log, key=lambda r: r.start):
+        groups[getattr(r, key)].append(r)
+    return groups
+
+
+def gaps(records: list[LogRecord]) -> list[float]:
+    """start(n+1) − end(n) for consecutive requests, in start order."""
+    return [b.start - a.end for a, b in zip(records, records[1:])]
+
+
+def when_requests(web: WebThread, n: int) -> threading.Event:
+    """An event set (from the server's thread) once the web has answered ``n`` requests."""
+    event = threading.Event()
+    log = web.web.service.log
+    original = log.record
+
+    def record(entry: dict[str, object]) -> None:
+        original(entry)
+        if log.records >= n:
+            event.set()
+
+    log.record = record  # type: ignore[method-assign]
+    return event

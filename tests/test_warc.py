@@ -1,0 +1,293 @@
+"""store/warc.py: records read back with warcio, one gzip member each, files finished by rename, torn tails cut."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import shutil
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
+
+from store.warc import RecordLocation, WarcStore, repair_torn_tail, warc_date
+
+INFO = {"software": "crawl/test", "format": "WARC File Format 1.1", "hostname": "test-host", "operator": "tests"}
+REQUEST = b"GET /page.html HTTP/1.1\r\nHost: example.test\r\nUser-Agent: crawl/test\r\n\r\n"
+BODY = b"<!DOCTYPE html><html><body>" + b"<p>Hello, crawler.</p>" * 400 + b"</body></html>"
+RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(BODY)
+FETCHED_AT = 1_700_000_000.25
+
+
+def store_page(warc: WarcStore, n: int = 0, **overrides: object) -> RecordLocation:
+    args: dict[str, object] = dict(
+        url=f"http://example.test/page{n}.html",
+        ip="127.0.0.1",
+        fetched_at=FETCHED_AT + n,
+        request_head=REQUEST,
+        response_head=RESPONSE,
+        body=BODY,
+    )
+    args.update(overrides)
+    return warc.store_exchange(**args)  # type: ignore[arg-type]
+
+
+def records(path: Path) -> list:  # type: ignore[type-arg]
+    return records_of_bytes(path.read_bytes())
+
+
+def records_of_bytes(data: bytes) -> list:  # type: ignore[type-arg]
+    """(WARC headers, type, block) of every record: warcio parses and checks digests, the block
+    comes from the record's own gzip member (warcio has already consumed the HTTP head)."""
+    parsed = []
+    for record in ArchiveIterator(io.BytesIO(data), check_digests="raise"):
+        record.content_stream().read()
+        parsed.append((record.rec_headers, record.rec_type))
+    members = gzip_members(data)
+    assert len(members) == len(parsed)  # one member per record, never two records in one
+    blocks = [zlib.decompress(m, 31).split(b"\r\n\r\n", 1)[1][:-4] for m in members]
+    return [(h, t, b) for (h, t), b in zip(parsed, blocks)]
+
+
+def gzip_members(data: bytes) -> list[bytes]:
+    members = []
+    while data:
+        d = zlib.decompressobj(31)
+        d.decompress(data)
+        assert d.eof
+        members.append(data[: len(data) - len(d.unused_data)])
+        data = d.unused_data
+    return members
+
+
+def sha1_b32(data: bytes) -> str:
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
+
+
+def serial(path: Path) -> int:
+    return int(path.name.removesuffix(".warc.gz").rsplit("-", 1)[1])
+
+
+def finished(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.warc.gz"))
+
+
+# -- what a file holds ---------------------------------------------------------------------
+
+
+def test_exchange_reads_back_as_a_linked_request_response_pair(tmp_path: Path) -> None:
+    with WarcStore(tmp_path, info=INFO) as warc:
+        store_page(warc)
+    [path] = finished(tmp_path)
+    (info, info_type, info_block), (req, req_type, req_block), (resp, resp_type, resp_block) = records(path)
+
+    assert info_type == "warcinfo" and info.get_header("Content-Type") == "application/warc-fields"
+    assert info.get_header("WARC-Filename") == path.name
+    assert info_block.decode().splitlines() == [f"{k}: {v}" for k, v in INFO.items()]
+
+    assert (req_type, resp_type) == ("request", "response")
+    assert req.get_header("Content-Type") == "application/http;msgtype=request"
+    assert resp.get_header("Content-Type") == "application/http;msgtype=response"
+    assert req_block == REQUEST and resp_block == RESPONSE + BODY
+    assert req.get_header("WARC-Concurrent-To") == resp.get_header("WARC-Record-ID")
+    assert resp.get_header("WARC-Concurrent-To") == req.get_header("WARC-Record-ID")
+    for headers in (req, resp):
+        assert headers.protocol == "WARC/1.1"
+        assert headers.get_header("WARC-Target-URI") == "http://example.test/page0.html"
+        assert headers.get_header("WARC-IP-Address") == "127.0.0.1"
+        assert headers.get_header("WARC-Date") == "2023-11-14T22:13:20.250000Z"
+        assert headers.get_header("WARC-Warcinfo-ID") == info.get_header("WARC-Record-ID")
+    assert resp.get_header("WARC-Payload-Digest") == sha1_b32(BODY)
+    assert resp.get_header("WARC-Block-Digest") == sha1_b32(RESPONSE + BODY)
+    assert req.get_header("WARC-Block-Digest") == sha1_b32(REQUEST)
+    assert resp.get_header("WARC-Truncated") is None
+
+
+def test_optional_fields_truncation_and_no_ip(tmp_path: Path) -> None:
+    with WarcStore(tmp_path, info=INFO) as warc:
+        store_page(warc, ip=None, truncated="length", body=BODY[:100])
+    resp = records(finished(tmp_path)[0])[2][0]
+    assert resp.get_header("WARC-Truncated") == "length"
+    assert resp.get_header("WARC-IP-Address") is None
+    assert resp.get_header("WARC-Payload-Digest") == sha1_b32(BODY[:100])
+
+
+def test_a_url_with_cr_lf_cannot_forge_fields(tmp_path: Path) -> None:
+    with WarcStore(tmp_path, info=INFO) as warc:
+        store_page(warc, url="http://example.test/a\r\nWARC-Type: revisit")
+    [path] = finished(tmp_path)
+    resp = records(path)[2][0]
+    assert resp.get_header("WARC-Type") == "response"
+    assert b"WARC-Target-URI: http://example.test/a%0D%0AWARC-Type: revisit\r\n" in gzip.decompress(path.read_bytes())
+
+
+def test_every_record_is_its_own_gzip_member_and_location_points_at_the_response(tmp_path: Path) -> None:
+    with WarcStore(tmp_path, info=INFO) as warc:
+        locations = [store_page(warc, n) for n in range(5)]
+    [path] = finished(tmp_path)
+    data = path.read_bytes()
+    assert len(gzip_members(data)) == 1 + 2 * 5
+    for n, location in enumerate(locations):
+        assert location.filename == path.name
+        member = data[location.offset : location.offset + location.length]
+        [(headers, rec_type, block)] = records_of_bytes(member)
+        assert rec_type == "response" and block == RESPONSE + BODY
+        assert headers.get_header("WARC-Target-URI") == f"http://example.test/page{n}.html"
+        assert gzip.decompress(member).startswith(b"WARC/1.1\r\nWARC-Type: response\r\n")
+
+
+@pytest.mark.parametrize("level", [0, 1, 3, 6, 9])
+def test_every_gzip_level_reads_back(tmp_path: Path, level: int) -> None:
+    with WarcStore(tmp_path, info=INFO, gzip_level=level) as warc:
+        store_page(warc)
+    assert [t for _, t, _ in records(finished(tmp_path)[0])] == ["warcinfo", "request", "response"]
+
+
+@pytest.mark.skipif(shutil.which("warcio", path=str(Path(sys.executable).parent)) is None, reason="no warcio CLI")
+def test_warcio_check_and_index_accept_the_file(tmp_path: Path) -> None:
+    with WarcStore(tmp_path, info=INFO) as warc:
+        for n in range(3):
+            store_page(warc, n)
+        store_page(warc, 9, response_head=b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", body=b"")
+    warcio = str(Path(sys.executable).parent / "warcio")
+    [path] = finished(tmp_path)
+    check = subprocess.run([warcio, "check", "-v", str(path)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count("digest pass") == 9
+    index = subprocess.run([warcio, "index", str(path)], capture_output=True, text=True, check=True)
+    assert len(index.stdout.splitlines()) == 9
+
+
+# -- files: naming, .open, rotation ------------------------------------------------------------
+
+
+def test_file_is_open_while_writing_and_finished_by_close(tmp_path: Path) -> None:
+    warc = WarcStore(tmp_path, prefix="job", info=INFO)
+    assert list(tmp_path.iterdir()) == []  # nothing written, no file
+    location = store_page(warc)
+    [open_file] = list(tmp_path.iterdir())
+    assert open_file.name == location.filename + ".open"
+    assert location.filename.startswith("job-") and location.filename.endswith("-00001.warc.gz")
+    assert len(location.filename) == len("job-YYYYmmddHHMMSS-00001.warc.gz")
+    warc.close()
+    warc.close()  # idempotent
+    assert [p.name for p in tmp_path.iterdir()] == [location.filename]
+    with pytest.raises(ValueError):
+        store_page(warc)
+
+
+def test_files_rotate_past_max_bytes_each_with_its_warcinfo(tmp_path: Path) -> None:
+    with WarcStore(tmp_path, info=INFO, max_file_bytes=3000) as warc:
+        locations = [store_page(warc, n) for n in range(6)]
+        stats = warc.statistics()
+    paths = finished(tmp_path)
+    assert len(paths) == stats.files >= 2
+    assert [serial(p) for p in paths] == list(range(1, len(paths) + 1))
+    for path in paths:
+        types = [t for _, t, _ in records(path)]
+        assert types[0] == "warcinfo" and types.count("warcinfo") == 1
+    assert {loc.filename for loc in locations} == {p.name for p in paths}
+    assert stats.records == 6 * 2 + stats.files
+    assert stats.bytes_written == sum(p.stat().st_size for p in paths)
+    assert stats.uncompressed_bytes > stats.bytes_written
+
+
+def test_a_new_store_continues_the_serials_of_the_directory(tmp_path: Path) -> None:
+    for _ in range(2):
+        with WarcStore(tmp_path, info=INFO) as warc:
+            store_page(warc)
+    assert [serial(p) for p in finished(tmp_path)] == [1, 2]
+
+
+# -- crash safety ---------------------------------------------------------------------------------
+
+
+def written_file(tmp_path: Path, pages: int = 3, body: bytes = BODY) -> bytes:
+    with WarcStore(tmp_path / "w", info=INFO) as warc:
+        for n in range(pages):
+            store_page(warc, n, body=body)
+    [path] = finished(tmp_path / "w")
+    data = path.read_bytes()
+    shutil.rmtree(tmp_path / "w")
+    return data
+
+
+def test_repair_at_any_cut_keeps_exactly_the_complete_members(tmp_path: Path) -> None:
+    data = written_file(tmp_path, pages=2, body=b"<p>short</p>")
+    boundaries = [0]
+    for member in gzip_members(data):
+        boundaries.append(boundaries[-1] + len(member))
+    path = tmp_path / "cut.warc.gz.open"
+    near_boundaries = {b + d for b in boundaries for d in range(-3, 4) if 0 <= b + d <= len(data)}
+    for cut in sorted(near_boundaries | set(range(0, len(data), 7))):  # every byte is slow: repair fsyncs
+        path.write_bytes(data[:cut])
+        keep = max(b for b in boundaries if b <= cut)
+        assert repair_torn_tail(path) == cut - keep
+        assert path.read_bytes() == data[:keep]
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [b"", b"\0" * 4096, b"\x1f\x8b\x08", b"not gzip at all", gzip.compress(b"WARC/1.1\r\n" * 50)[:-7]],
+    ids=["whole", "zeros", "gzip-magic-only", "garbage", "torn-member"],
+)
+def test_repair_drops_only_the_torn_tail(tmp_path: Path, tail: bytes) -> None:
+    data = written_file(tmp_path)
+    path = tmp_path / "x.warc.gz"
+    path.write_bytes(data + tail)
+    assert repair_torn_tail(path) == len(tail)
+    assert path.read_bytes() == data
+    assert [t for _, t, _ in records(path)].count("response") == 3
+
+
+def test_leftover_open_files_are_repaired_and_finished_on_open(tmp_path: Path) -> None:
+    data = written_file(tmp_path)
+    leftover = tmp_path / "crawl-20240101000000-00007.warc.gz.open"
+    leftover.write_bytes(data + b"\x1f\x8b\x08\0garbage")
+    empty = tmp_path / "crawl-20240101000000-00008.warc.gz.open"
+    empty.write_bytes(b"\x1f\x8b")
+    other = tmp_path / "other-20240101000000-00001.warc.gz.open"  # another writer's file
+    other.write_bytes(b"\x1f\x8b")
+
+    with WarcStore(tmp_path, info=INFO) as warc:
+        stats = warc.statistics()
+        location = store_page(warc)
+    assert (stats.repaired_files, stats.torn_bytes_dropped) == (2, 11 + 2)
+    assert (tmp_path / "crawl-20240101000000-00007.warc.gz").read_bytes() == data
+    assert not leftover.exists() and not empty.exists() and other.exists()
+    assert location.filename.endswith("-00009.warc.gz")  # serials continue past the leftovers
+
+
+def test_warc_date_keeps_microseconds() -> None:
+    assert warc_date(0.0) == "1970-01-01T00:00:00.000000Z"
+    assert warc_date(1_700_000_000.123456) == "2023-11-14T22:13:20.123456Z"
+
+
+def test_a_failed_write_leaves_no_partial_member_behind(tmp_path: Path) -> None:
+    class DiskFullHalfway:
+        def __init__(self, f: io.FileIO) -> None:
+            self.f = f
+
+        def write(self, data: memoryview) -> int:
+            self.f.write(data[: len(data) // 2])
+            raise OSError(28, "No space left on device")
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.f, name)
+
+    with WarcStore(tmp_path, info=INFO) as warc:
+        store_page(warc, 0)
+        real = warc._out
+        assert real is not None
+        warc._out = DiskFullHalfway(real)  # type: ignore[assignment]
+        with pytest.raises(OSError):
+            store_page(warc, 1)
+        warc._out = real
+        store_page(warc, 2)
+    uris = [h.get_header("WARC-Target-URI") for h, t, _ in records(finished(tmp_path)[0]) if t == "response"]
+    assert uris == ["http://example.test/page0.html", "http://example.test/page2.html"]
