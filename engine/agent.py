@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import signal
 import socket
 import time
@@ -194,6 +195,7 @@ class Agent:
         self.reserved_pages = 0
         self.pending_resolves = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self.timeline: list[dict[str, float]] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -266,8 +268,9 @@ class Agent:
                 "from_disk": fs.distributor.from_disk,
                 "drops": fs.drops,
             },
-            "store": self.store.statistics().__dict__ if hasattr(self.store.statistics(), "__dict__") else {},
+            "store": dataclasses.asdict(self.store.statistics()),
             "config": describe(self.config),
+            "timeline": self.timeline,
         }
 
     # -- distributor -------------------------------------------------------------------------
@@ -349,7 +352,9 @@ class Agent:
                 self.stats.todo_waits += 1
                 self.frontier.fetcher_waited()
                 self.distributor_alarm.fire()
+                waited = time.monotonic()
                 vs = await todo.wait_get()
+                self.stats.todo_wait_seconds += time.monotonic() - waited
                 if vs is None:
                     return
             self.in_flight += 1

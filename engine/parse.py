@@ -145,7 +145,7 @@ class _Parsers(threading.local):
     def __init__(self) -> None:
         self.collector = _Collector()
         options = {"encoding": "utf-8", "no_network": True, "collect_ids": False}
-        self.target = etree.HTMLParser(target=self.collector, remove_comments=True, remove_pis=True, **options)
+        self.target = etree.HTMLParser(target=self.collector, **options)
         self.tree = etree.HTMLParser(**options)
 
 
@@ -269,7 +269,7 @@ def _text(element: Any) -> str:
 
 def _context(element: Any, paths: dict[Any, str]) -> LinkContext:
     """The element's :class:`LinkContext`; `paths` memoizes the tag paths of ancestors."""
-    chain = []
+    chain: list[Any] = []
     parent = element.getparent()
     while parent is not None and parent not in paths:
         chain.append(parent)
@@ -321,21 +321,27 @@ def extract_links(
     except ValueError:
         return ParsedPage([], base=url, contexts=[] if want_context else None)
     data = _as_utf8(body, encoding, content_type) if body else b""
-    if not data.strip() or b"\x00" in data[:1024]:  # empty, or binary (WHATWG's sniffing rule)
+    if not data or data.isspace() or b"\x00" in data[:1024]:  # empty, or binary (as WHATWG sniffs)
         return ParsedPage([], base=page.url, contexts=[] if want_context else None)
     collector, root, elements = _parse(data, want_context or want_document)
-
     base = page
     if collector.base_href is not None:
         base_url = page.resolve(collector.base_href)
         if base_url is not None and base_url != page.url:
             base = BaseURL(base_url)
+    parsed = _select(collector, base, elements if want_context else None, follow_nofollow)
+    parsed.document = root if want_document else None
+    parsed.title = _title(data) if collector.title_seen else None
+    return parsed
+
+
+def _select(collector: _Collector, base: BaseURL, elements: list[Any] | None, follow_nofollow: bool) -> ParsedPage:
+    """Resolve the collected hrefs; keep each followable link once, in document order."""
     resolve = base.resolve
     skip_all = collector.robots_nofollow and not follow_nofollow
     nofollow_at = set() if follow_nofollow else collector.nofollow_at
     links: list[str] = []
-    contexts: list[LinkContext] | None = [] if want_context else None
-    paths: dict[Any, str] = {}
+    kept_at: list[int] = []
     seen: set[str] = set()
     dropped: set[str] = set()
     refresh = None
@@ -350,17 +356,12 @@ def extract_links(
         elif link not in seen:
             seen.add(link)
             links.append(link)
-            if contexts is not None and elements is not None:
-                contexts.append(_context(elements[i], paths))
-    return ParsedPage(
-        links=links,
-        nofollow=len(dropped - seen),
-        contexts=contexts,
-        document=root if want_document else None,
-        base=base.url,
-        title=_title(data) if collector.title_seen else None,
-        meta_refresh=refresh,
-    )
+            kept_at.append(i)
+    contexts = None
+    if elements is not None:
+        paths: dict[Any, str] = {}
+        contexts = [_context(elements[i], paths) for i in kept_at]
+    return ParsedPage(links, len(dropped - seen), contexts, base=base.url, meta_refresh=refresh)
 
 
 def parse_location(location: str, url: str) -> str | None:

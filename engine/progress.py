@@ -7,6 +7,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, TextIO
 
+from engine.stats import cpu_seconds, rss_bytes
+
 if TYPE_CHECKING:
     from engine.agent import Agent
 
@@ -24,18 +26,24 @@ def progress_line(agent: Agent, elapsed: float, rate: float) -> str:
 
 
 async def report(agent: Agent, mode: str, stream: TextIO = sys.stderr) -> None:
-    """Print progress until cancelled. ``mode``: auto, line, log or off."""
-    if mode == "off":
-        return
+    """Sample the crawl every second into ``agent.timeline`` and show progress until cancelled.
+
+    ``mode``: auto (a line rewritten in place on a terminal, else a log line every 10 s),
+    line, log or off (samples only).
+    """
     in_place = mode == "line" or (mode == "auto" and stream.isatty())
-    period = 1.0 if in_place else 10.0
-    last_pages, last_time = 0, time.monotonic()
+    every = 1 if in_place else 10
+    last_pages, last_time, ticks = 0, time.monotonic(), 0
     try:
         while True:
-            await asyncio.sleep(period)  # a display refresh, not a wait for an event
+            await asyncio.sleep(1.0)  # a sampling period, not a wait for an event
             now = time.monotonic()
             rate = (agent.stats.pages - last_pages) / (now - last_time)
             last_pages, last_time = agent.stats.pages, now
+            agent.timeline.append(sample(agent, now))
+            ticks += 1
+            if mode == "off" or ticks % every:
+                continue
             line = progress_line(agent, now - agent.stats.started, rate)
             stream.write(("\r\x1b[2K" + line) if in_place else line + "\n")
             stream.flush()
@@ -43,6 +51,24 @@ async def report(agent: Agent, mode: str, stream: TextIO = sys.stderr) -> None:
         if in_place:
             stream.write("\n")
             stream.flush()
+
+
+def sample(agent: Agent, now: float) -> dict[str, float]:
+    """One point of the timeline written to stats.json (throughput, front, memory over time)."""
+    fs = agent.frontier.statistics()
+    return {
+        "t": now - agent.stats.started,
+        "pages": agent.stats.pages,
+        "bytes": agent.stats.bytes,
+        "cpu": cpu_seconds(),
+        "rss": rss_bytes(),
+        "front": fs.distributor.front,
+        "required_front": fs.distributor.required_front,
+        "todo": len(agent.todo),
+        "in_flight": agent.in_flight,
+        "todo_wait_seconds": agent.stats.todo_wait_seconds,
+        "hosts": fs.workbench.visit_states,
+    }
 
 
 def summary_text(summary: dict) -> str:

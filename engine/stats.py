@@ -28,6 +28,7 @@ class Counters:
     truncated: int = 0
     refused_addresses: int = 0
     todo_waits: int = 0  # times a fetcher found the todo ring empty
+    todo_wait_seconds: float = 0.0  # fetcher-seconds spent waiting on an empty todo ring
     stop_reason: str = ""
 
     def as_dict(self) -> dict[str, Any]:

@@ -42,7 +42,7 @@ class FrontierSettings:
     host_delay: float = 4.0
     ip_delay: float = 0.5
     workbench_bytes: int = 512 << 20
-    sieve_bucket_bytes: int = 64 << 20
+    sieve_bucket_bytes: int = 16 << 20
     url_cache_bytes: int = 64 << 20
     virtualizer_segment_bytes: int = 64 << 20
     max_urls_per_host: int = 100_000

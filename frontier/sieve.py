@@ -28,16 +28,17 @@ A *frame* is a 16-byte header ``magic, count, nbytes, xxh32(payload, seed=count)
 and a payload of ``count`` fingerprints (u64, aux only), ``count`` lengths (u32) and
 ``nbytes`` bytes of URLs. A frame holds up to ``frame_urls`` URLs and is written with one
 system call; the checksum detects a torn or garbled frame, which is dropped with everything
-after it. Replacements
-(``store~``, ``aux~``, ``state.json~``) are written aside and renamed over the original.
+after it. Replacements (``store~``, ``aux~``, ``state.json~``) are written aside and renamed
+over the original.
 
 Flush (when the bucket is full, inside ``enqueue``, or on ``flush()``)
 ---------------------------------------------------------------------
-1. The bucket is cut into 16 ranges of the hash space, so the sort's temporaries stay about
-   1/16 of the bucket. Each range is stable-argsorted; duplicates within it are dropped,
-   keeping the earliest arrival; the survivors are merged with the same range of ``store``,
-   read sequentially in 4 MiB chunks, into ``store~`` (``np.searchsorted`` finds the known
-   ones, ``np.insert`` merges the new ones). New arrivals are marked in a mask over the bucket.
+1. The bucket is cut into 16 ranges of the hash space (if it holds over 65,536 URLs), so the
+   sort's temporaries stay about 1/16 of the bucket. Each range is stable-argsorted;
+   duplicates within it are dropped, keeping the earliest arrival; the survivors are merged
+   with the same range of ``store``, read sequentially in 4 MiB chunks, into ``store~``
+   (``np.searchsorted`` finds the known ones, ``np.insert`` merges the new ones). New
+   arrivals are marked in a mask over the bucket.
 2. ``aux`` is read sequentially and the URLs at marked positions are appended, in arrival
    order, to the ready segment (a byte mask built with ``np.repeat`` selects them frame by
    frame, with no per-URL Python code).

@@ -20,9 +20,11 @@ Memory, counted honestly from ``max_bytes``: the fingerprints are Python ints in
   deletions fill it with dummies, so two tables exist for a moment: 32 B × table slots.
 
 :func:`capacity_for` solves that for the largest capacity within the budget: 64 MiB gives
-524,287 entries (about 128 B each, counting the rebuild peak). The cost is latency rather
-than RAM: about 0.3 µs for a hit and 0.6 µs for a miss on a 64 MiB cache on this project's
-benchmark machine (bench/sieve_bench.py prints it), dominated by cache misses in the table.
+524,287 entries (about 128 B each, counting the rebuild peak). A numpy table would hold 5×
+more, but every add would pay several numpy scalar operations from Python. An add costs a
+few CPU-cache misses in the table: on the shared 2-core benchmark VM, CPU time per add
+(``python -m bench.sieve_bench`` prints it) was about 0.3 µs per hit and 0.5 µs per miss at
+4 MiB, and 0.45–0.55 µs per hit and 0.7 µs per miss at 64 MiB.
 """
 
 from __future__ import annotations

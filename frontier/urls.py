@@ -43,6 +43,7 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 _C0_AND_SPACE = "".join(map(chr, range(0x21)))
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _HEX = "0123456789ABCDEFabcdef"
+_DIGITS = {8: "01234567", 10: "0123456789", 16: _HEX}
 
 # Characters that may stand unencoded in a canonical path or query: unreserved, sub-delims,
 # ":@/?" and the brackets (which browsers leave alone too). `%` is handled apart.
@@ -57,7 +58,7 @@ _reg_name = re.compile(r"[a-z0-9\-._~!$&'()*+,;=]+").fullmatch
 _ipv4_like = re.compile(r"(?:.*\.)?(?:[0-9]+|0[xX][0-9A-Fa-f]*)").fullmatch
 
 # One table lookup per `%XX`: decoded if unreserved, else upper-cased.
-_PCT = {}
+_PCT: dict[str, str] = {}
 for _a in _HEX:
     for _b in _HEX:
         _c = chr(int(_a + _b, 16))
@@ -69,7 +70,11 @@ def _pct_or_quote(match: re.Match[str]) -> str:
     text = match.group()
     if text[0] == "%":
         return _PCT.get(text, "%25")  # a stray `%` is matched alone
-    return "".join(f"%{byte:02X}" for byte in text.encode("utf-8", "surrogatepass"))
+    try:  # lone surrogates: bytes smuggled in by surrogateescape (header values) go back out
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "surrogatepass")
+    return "".join(f"%{byte:02X}" for byte in data)
 
 
 _pct_only = re.compile(r"%(?:[0-9A-Fa-f]{2})?").sub
@@ -112,7 +117,7 @@ def _ipv4(host: str) -> str | None:
     parts = host.split(".")
     if len(parts) > 4:
         return None
-    numbers = []
+    numbers: list[int] = []
     for part in parts:
         if part[:2] in ("0x", "0X"):
             digits, base = part[2:] or "0", 16
@@ -120,7 +125,7 @@ def _ipv4(host: str) -> str | None:
             digits, base = part[1:], 8
         else:
             digits, base = part, 10
-        if not digits or not all(c in _HEX[: base if base < 16 else 22] for c in digits):
+        if not digits or not all(c in _DIGITS[base] for c in digits):  # int() would take "_" and " "
             return None
         numbers.append(int(digits, base))
     *front, last = numbers
@@ -290,18 +295,21 @@ class BaseURL:
         Equals ``canonicalize(urllib.parse.urljoin(self.url, href))`` except where urljoin
         departs from RFC 3986 (and from browsers), on purpose:
 
-        * ``?`` alone (or ``http:?``, ``;``) gives the page without a query; urljoin keeps
-          the base's query because it cannot tell an empty query from none.
+        * ``?`` alone (or ``http:?``) gives the page without a query; urljoin keeps the
+          base's query (it cannot tell an empty query from none) and reads ``;`` as the page.
         * whitespace before an empty query or fragment (``x ?``, ``x #``) is inside the URL
           (``x%20``); urljoin drops the empty delimiter, so the whitespace becomes trailing.
         * empty segments (``a//b``) are kept, as RFC 3986 says; urljoin drops them when
           merging a relative path (with the base's too), and turns one into the root after
           a ``..`` that climbs above it (``/..//x``: ours ``//x``, urljoin ``/x``).
-        * an empty ``;`` parameter at the end of the path (``g;``) is kept; urljoin loses it.
+        * a ``;`` in the last segment is part of it: ``g;`` keeps its ``;`` and ``..;x`` is
+          no dot segment; urljoin splits the parameters off and drops an empty one.
         * ``///x`` and ``http:///x`` (empty authority) are invalid (None); urljoin reads
           them as ``/x`` on the base's host.
-        * a ``\\`` starts a path segment, not a network path: ``\\\\host\\x`` is relative,
-          as in urljoin (browsers would read ``//host/x``).
+        * a ``\\`` in the path separates segments before dot segments are removed, as in
+          browsers: ``a\\b/../c`` is ``a/c``; urljoin pops ``a\\b`` whole and gives ``c``.
+          But a leading ``\\\\host`` is a path, not a network path, as in urljoin
+          (browsers would read ``//host``).
         """
         original = href
         hash_at = href.find("#")

@@ -40,8 +40,9 @@ new segments and deletes the old ones, until live bytes are at least 75% of disk
 Segments are kept in a logical order, and new copies take the place of the segments they
 replace, at the front, so every key's list runs front to back in that order; the blocks of
 a key inside the oldest segments are therefore always a prefix of its list, and
-compaction never has to find a predecessor. Copying costs at most 1.5 bytes per byte
-consumed, amortised.
+compaction never has to find a predecessor. Amortised, compaction copies at most about two
+bytes per byte consumed; it runs inside the ``dequeue`` or ``remove`` call that crosses the
+threshold, and one pass copies at most the live bytes of the segments it replaces.
 
 Crash semantics: ``checkpoint()`` flushes, fsyncs the segments it wrote, and atomically
 replaces ``index`` with every key's (head, skip, tail, count) and the segment list.
@@ -80,6 +81,7 @@ _MAX_SEGMENT_ID = (1 << (63 - _SHIFT)) - 1
 _BLOCK_ITEMS = 1024
 _BLOCK_PAYLOAD = 64 << 10
 _READ_AHEAD = 4096  # first pread of a block; larger blocks take a second one
+assert array("I").itemsize == 4, "item lengths are stored as 32-bit unsigned integers"
 _WRITE_CHUNK = 1 << 20
 _INDEX_MAGIC = b"WVIDX001"
 _INDEX_HEAD = struct.Struct("<8s7q")
@@ -197,6 +199,14 @@ class WorkbenchVirtualizer:
     skipping ``skip`` items of the head block, ``count`` items in all) followed by the
     items in the write buffer are exactly the items appended and not yet dequeued or
     removed, in append order. Not thread-safe: one owner (the distributor) calls it.
+
+    * ``segment_bytes``: size of a segment file (a larger block gets a segment of its own).
+      Space is reclaimed a segment at a time, and compaction waits until the disk holds
+      more than one segment.
+    * ``buffer_bytes``: the write buffer's bound, counted as on-disk bytes (item + 4); a
+      flush writes it out when full. Python holds about 1.6× that for 60-byte items.
+    * ``fsync``: whether ``checkpoint()`` forces segments and index to stable storage.
+      Without it a checkpoint survives the process being killed but not a power loss.
     """
 
     def __init__(self, directory: Path, *, segment_bytes: int = 64 << 20, buffer_bytes: int = 4 << 20,
@@ -503,7 +513,7 @@ class WorkbenchVirtualizer:
         self._count[slot] = left
         return used
 
-    def _read_block(self, position: int, key: int) -> tuple[int, array, bytes]:
+    def _read_block(self, position: int, key: int) -> tuple[int, array[int], bytes]:
         """Read and validate the block at ``position``: (next, item lengths, raw block)."""
         fd, offset = self._fds[position >> _SHIFT], position & _OFFSET_MASK
         block = os.pread(fd, _READ_AHEAD, offset)

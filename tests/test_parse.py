@@ -109,20 +109,19 @@ CASES = [
         kwargs={"follow_nofollow": True},
     ),
     Case(
-        "frames, iframes, area, link elements",
-        b'<html><head><link rel="stylesheet" href="/s.css"><link rel="alternate" hreflang="de" href="/de/">'
-        b'<link rel="icon" href="/favicon.ico"></head><frameset><frame src="f1.html"><frame src="f2.html">'
-        b'</frameset><noframes><iframe src="//i.test/x"></iframe><map><area href="/m" alt="m"><area nohref>'
-        b"</map></noframes></html>",
-        [
-            "http://a.test/s.css",
-            "http://a.test/de/",
-            "http://a.test/favicon.ico",
-            "http://a.test/dir/f1.html",
-            "http://a.test/dir/f2.html",
-            "http://i.test/x",
-            "http://a.test/m",
-        ],
+        "frames",
+        b'<html><head><link rel="stylesheet" href="/s.css"></head><frameset><frame src="f1.html">'
+        b'<frameset><frame src="f2.html"><frame></frameset></frameset></html>',
+        ["http://a.test/s.css", "http://a.test/dir/f1.html", "http://a.test/dir/f2.html"],
+    ),
+    Case(
+        "iframes, area, link elements of every rel",
+        html(
+            '<iframe src="//i.test/x"></iframe><map><area href="/m" alt="m"><area nohref></map>',
+            '<link rel="stylesheet" href="/s.css"><link rel="alternate" hreflang="de" href="/de/">'
+            '<link rel="icon" href="/favicon.ico">',
+        ),
+        ["http://a.test/s.css", "http://a.test/de/", "http://a.test/favicon.ico", "http://i.test/x", "http://a.test/m"],
     ),
     Case(
         "duplicates and fragments: first occurrence kept, the page itself kept",

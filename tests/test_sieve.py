@@ -9,12 +9,14 @@ arbitrary bytes, and once by a real SIGKILL of a child process.
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import tracemalloc
 from collections import deque
 from pathlib import Path
@@ -24,7 +26,7 @@ import numpy as np
 import pytest
 import xxhash
 from hypothesis import HealthCheck, given, settings
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 import frontier.sieve as sieve_module
 from frontier.sieve import SLOT_BYTES, MercatorSieve, SieveCorrupted, _merge, fingerprint
@@ -57,7 +59,7 @@ class SieveMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.directory = Path(__import__("tempfile").mkdtemp(prefix="sieve-test-"))
+        self.directory = Path(tempfile.mkdtemp(prefix="sieve-test-"))
         self.known: set[bytes] = set()
         self.ready: list[bytes] = []  # every URL that passed the sieve, in order
         self.read = 0  # how many of them were dequeued
@@ -130,10 +132,10 @@ class SieveMachine(RuleBasedStateMachine):
 
 
 TestSieveMachine = SieveMachine.TestCase
-TestSieveMachine.settings = settings(max_examples=40, stateful_step_count=40, deadline=None)
+TestSieveMachine.settings = settings(max_examples=25, stateful_step_count=40, deadline=None)
 
 
-@settings(FAST, max_examples=50)
+@settings(FAST, max_examples=40)
 @given(
     repeats=st.lists(st.integers(1, 50), min_size=1, max_size=30),
     seed=st.integers(0, 2**32),
@@ -199,8 +201,6 @@ def test_merge_matches_a_set_model(
     bucket = data.draw(st.permutations(bucket))
     monkeypatch.setattr(sieve_module, "CHUNK", chunk)
     monkeypatch.setattr(sieve_module, "RANGES_ABOVE", data.draw(st.sampled_from([0, 10, 1 << 20])))
-    import io
-
     dst = io.BytesIO()
     src = io.BytesIO(np.array(sorted(store), dtype="<u8").tobytes())
     new = _merge(np.array(bucket, dtype=np.uint64), src, len(store), dst)
@@ -264,7 +264,7 @@ def check_recovery(copy: Path, checkpointed_out: list[bytes], written: set[bytes
     assert set(rest) <= enqueued
 
 
-@settings(FAST, max_examples=30)
+@settings(FAST, max_examples=20)
 @given(
     ops=st.lists(st.tuples(st.sampled_from("eeeedfc"), st.integers(0, 40)), min_size=1, max_size=30),
     slots=st.integers(1, 6),

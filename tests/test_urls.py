@@ -107,6 +107,8 @@ CANONICAL = [
     ("http://a/%%41", "http://a/%25A"),
     ("http://a/[x]:@!$&'()*+,;=", "http://a/[x]:@!$&'()*+,;="),
     ("http://a/\x01\x7f", "http://a/%01%7F"),
+    ("http://a/\udcff\udc80", "http://a/%FF%80"),  # bytes kept by surrogateescape
+    ("http://a/\ud800", "http://a/%ED%A0%80"),
     # query: kept, not reordered, normalised; empty query dropped
     ("http://a/b?", "http://a/b"),
     ("http://a/b?#frag", "http://a/b"),
@@ -328,6 +330,8 @@ def urljoin_departs_from_rfc(base: str, href: str) -> bool:
     if prefix and prefix.group()[:-1].lower() == scheme:
         cleaned = cleaned[prefix.end() :]
     raw_path = cleaned.partition("?")[0]
+    if "\\" in raw_path and "." in raw_path:  # `\` separates segments before `..` is applied
+        return True
     if ref.netloc:
         return bool(ref.path) and _loses_empty_params(raw_path, ref.params)
     if cleaned.startswith("//"):  # empty authority
@@ -337,6 +341,8 @@ def urljoin_departs_from_rfc(base: str, href: str) -> bool:
             return True  # `?` or `;` alone: urljoin keeps the base's query
         return _loses_empty_params(split(base)[1].partition("?")[0], urlparse(base).params)
     if _loses_empty_params(raw_path, ref.params):
+        return True
+    if ref.params and ref.path.rpartition("/")[2] in (".", ".."):  # urljoin reads `..;x` as `..`
         return True
     if ref.path[:1] != "/":  # urljoin drops empty segments when merging a relative path
         base_parts = urlparse(base).path.split("/")

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from bench.invitro import html
 
 if TYPE_CHECKING:
-    from bench.invitro.model import HostInfo, WebModel
+    from bench.invitro.model import HostInfo, WebModel, WebParams
 
 STYLESHEET = "/static/site.css"
 UTM_SOURCES = ("feed", "newsletter", "social")
@@ -131,16 +131,21 @@ def _write_body(
 ) -> None:
     """``count`` text links in paragraphs and lists: chosen and written in one loop (the hot one).
 
-    The common case, a plain ``<a>`` to a page of the same host, takes its URL and written forms
-    from the host's table; everything else goes through :func:`_other_link`.
+    One uniform draw ``u`` per link picks its kind from consecutive ranges: repeat (5 %),
+    external, binary, missing, other internal (utm variant, fragment, <area>, <iframe>), then
+    the common case, a plain ``<a>`` to a page of the host, whose top ``nofollow_share`` has
+    rel=nofollow. The common case takes its URL and written forms from the host's table; the
+    others go through :func:`_other_link`.
     """
     p = web.params
     r, bits = rng.random, rng.getrandbits
     urls, hrefs, tags, nofollow = links.urls, links.hrefs, links.tags, links.nofollow
     table = host_table(web, info)
-    pages = info.pages
-    plain_from = p.external_share + (p.frac_binary if info.files else 0.0) + p.missing_share
-    nofollow_below = int(256 * p.nofollow_share)
+    table_urls, absolute, rooted, paths, pages = table.urls, table.absolute, table.rooted, table.paths, info.pages
+    leads, closes, item_closes = html.LEADS, html.CLOSES, html.ITEM_CLOSES
+    repeat_below = 0.05
+    plain_from = repeat_below + (1 - repeat_below) * (_other_share(p) + (p.frac_binary if info.files else 0.0))
+    nofollow_from = 1 - (1 - plain_from) * p.nofollow_share
     first = len(urls)
     left = 0  # links still to write in the current paragraph or list
     as_list = False
@@ -152,68 +157,78 @@ def _write_body(
             left = 2 + int(r() * 4) if as_list else 1 + int(r() * 3)
             out.append(html.LIST_STARTS[bits(9)] if as_list else b"<p>")
         left -= 1
-        # Bits: 0-7 repeat, 8-15 utm, 16-23 fragment, 24-31 tag and rel, 32-41 text, 42-50 anchor.
-        b = bits(51)
-        if b & 0xFF < 13 and len(urls) > first:  # 5 %: an earlier link again, as pages do
+        u = r()
+        if u >= plain_from:  # the common case: a plain link to a page of this host
+            j = int(r() * pages)
+            url, tag, rel = table_urls[j], "a", u >= nofollow_from
+            form = r()
+            if form < 0.25:
+                written = absolute[j]
+            elif form < 0.6:
+                written = rooted[j]
+            elif form < 0.95:
+                written = relative_href(base_dir, paths[j], form > 0.9)
+            else:
+                written = absolute[j][5:]  # //host:port/…
+        elif u < repeat_below and len(urls) > first:  # an earlier link again, as pages do
             k = first + int(r() * (len(urls) - first))
             url, written, tag, rel = urls[k], hrefs[k], tags[k], nofollow[k]
         else:
-            kind = r()
-            t = (b >> 24) & 0xFF
-            # 3 % utm variants, 8 % fragments, 3 % <area>/<iframe>: not the common case.
-            if kind >= plain_from and (b >> 8) & 0xFF >= 8 and (b >> 16) & 0xFF >= 20 and t >= 8:
-                j = int(r() * pages)
-                url, tag, rel = table.urls[j], "a", t - 8 < nofollow_below
-                form = r()
-                if form < 0.25:
-                    written = table.absolute[j]
-                elif form < 0.6:
-                    written = table.rooted[j]
-                elif form < 0.95:
-                    written = relative_href(base_dir, table.paths[j], form > 0.9)
-                else:
-                    written = table.absolute[j][5:]  # //host:port/…
-            else:
-                url, written, tag, rel = _other_link(web, info, base_dir, kind, b, r)
+            url, written, tag, rel = _other_link(web, info, base_dir, r)
         urls.append(url)
         hrefs.append(written)
         tags.append(tag)
         nofollow.append(rel)
         if tag != "a":
-            element = html.element(tag, written, html.ANCHORS[b >> 42])
-            out.append(b"<li>%s</li>\n" % element if as_list else html.LEADS[(b >> 32) & 1023][:-9] + element)
+            element = html.element(tag, written, html.ANCHORS[bits(9)])
+            out.append(b"<li>%s</li>\n" % element if as_list else leads[bits(10)][:-9] + element)
+        elif rel:
+            closing = (html.ITEM_CLOSES_NOFOLLOW if as_list else html.CLOSES_NOFOLLOW)[bits(9)]
+            out += (html.ITEM_START if as_list else leads[bits(10)], written, closing)
         elif as_list:
-            out += (html.ITEM_START, written, (html.ITEM_CLOSES_NOFOLLOW if rel else html.ITEM_CLOSES)[b >> 42])
+            out += (html.ITEM_START, written, item_closes[bits(9)])
         else:
-            out += (html.LEADS[(b >> 32) & 1023], written, (html.CLOSES_NOFOLLOW if rel else html.CLOSES)[b >> 42])
+            out += (leads[bits(10)], written, closes[bits(9)])
     if count:
         out.append(b"</ul>\n" if as_list else html.PARAGRAPH_ENDS[bits(10)])
 
 
-def _other_link(
-    web: WebModel, info: HostInfo, base_dir: str, kind: float, b: int, r: Callable[[], float]
-) -> tuple[str, bytes, str, bool]:
-    """(URL, written href, tag, nofollow) of a link that is not a plain one to a page of the host."""
+_UTM_SHARE, _FRAGMENT_SHARE, _AREA_SHARE, _IFRAME_SHARE = 0.03, 0.08, 0.02, 0.01
+
+
+def _other_share(p: WebParams) -> float:
+    """The share of non-repeated links that are not plain links to a page of the same host (less binary)."""
+    internal = 1 - p.external_share - p.missing_share
+    return p.external_share + p.missing_share + internal * (_UTM_SHARE + _FRAGMENT_SHARE + _AREA_SHARE + _IFRAME_SHARE)
+
+
+def _other_link(web: WebModel, info: HostInfo, base_dir: str, r: Callable[[], float]) -> tuple[str, bytes, str, bool]:
+    """(URL, written href, tag, nofollow) of an external, binary, missing or unusual internal link."""
     p = web.params
-    t = (b >> 24) & 0xFF
-    nofollow_below = int(256 * p.nofollow_share)
-    if kind < p.external_share:
+    u = r() * (_other_share(p) + (p.frac_binary if info.files else 0.0))
+    nofollow = r() < p.nofollow_share
+    if u < p.external_share:
         url, text = web.external_link(r)
-        return url, html.escape(text), "a", t < nofollow_below
-    kind -= p.external_share
-    if kind < p.frac_binary and info.files:
-        target = web.file_path(info, int(r() * info.files))
-    elif kind - (p.frac_binary if info.files else 0.0) < p.missing_share:
+        return url, html.escape(text), "a", nofollow
+    u -= p.external_share
+    tag, fragment = "a", False
+    if u < p.missing_share:
         target = f"/missing/page{int(r() * 1000)}.html"
+    elif info.files and u - p.missing_share < p.frac_binary:
+        target = web.file_path(info, int(r() * info.files))
     else:
         target = host_table(web, info).paths[int(r() * info.pages)]
-        if (b >> 8) & 0xFF < 8:  # a utm_source variant, a distinct URL of the same page
-            target += f"{'&' if '?' in target else '?'}utm_source={UTM_SOURCES[b % 3]}"
+        kind = r() * (_UTM_SHARE + _FRAGMENT_SHARE + _AREA_SHARE + _IFRAME_SHARE)
+        if kind < _UTM_SHARE:  # a utm_source variant: a distinct URL of the same page
+            target += f"{'&' if '?' in target else '?'}utm_source={UTM_SOURCES[int(r() * 3)]}"
+        elif kind < _UTM_SHARE + _FRAGMENT_SHARE:
+            fragment = True
+        else:
+            tag = "area" if kind < _UTM_SHARE + _FRAGMENT_SHARE + _AREA_SHARE else "iframe"
     text = href(info.origin, target, base_dir, r())
-    if (b >> 16) & 0xFF < 20:  # a fragment, which a crawler must drop
-        text += _FRAGMENTS[b & 3]
-    tag = "area" if t < 5 else "iframe" if t < 8 else "a"
-    return info.origin + target, html.escape(text), tag, tag == "a" and t - 8 < nofollow_below
+    if fragment or (tag == "a" and r() < 0.1):  # a fragment, which a crawler must drop
+        text += _FRAGMENTS[int(r() * 4)]
+    return info.origin + target, html.escape(text), tag, tag == "a" and nofollow
 
 
 class HostTable(NamedTuple):
