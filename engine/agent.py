@@ -233,7 +233,7 @@ class Agent:
 
     async def close(self) -> dict:
         await self.fetcher.close()
-        self.resolver.close()
+        await self.resolver.aclose()
         self.store.close()
         summary = self.summary()
         self.frontier.close()

@@ -141,7 +141,7 @@ class CachingResolver:
         self.min_ttl, self.max_ttl, self.negative_ttl = min_ttl, max_ttl, negative_ttl
         self.timeout, self.tries = timeout, tries
         self.cache = DnsCache(max_entries)
-        self._semaphore = asyncio.Semaphore(concurrency)
+        self._semaphore = asyncio.Semaphore(max(1, concurrency))
         self._in_flight: dict[str, asyncio.Task[str]] = {}
         self._resolver: aiodns.DNSResolver | None = None  # made in the running loop, at first use
         self._closing: asyncio.Task[None] | None = None
