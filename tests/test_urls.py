@@ -337,8 +337,8 @@ def urljoin_departs_from_rfc(base: str, href: str) -> bool:
     if cleaned.startswith("//"):  # empty authority
         return True
     if not ref.path and not ref.params:  # urljoin takes the base's path (and query if none)
-        if cleaned and not ref.query:
-            return True  # `?` or `;` alone: urljoin keeps the base's query
+        if raw_path or (cleaned and not ref.query):
+            return True  # `;`, `;?x` or `?` alone: urljoin keeps the base's path or query
         return _loses_empty_params(split(base)[1].partition("?")[0], urlparse(base).params)
     if _loses_empty_params(raw_path, ref.params):
         return True

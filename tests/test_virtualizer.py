@@ -159,13 +159,16 @@ class VirtualizerMachine(RuleBasedStateMachine):
         assert repr(v).startswith("<WorkbenchVirtualizer keys=")
 
     def teardown(self) -> None:
-        if hasattr(self, "v"):
+        if not hasattr(self, "v"):
+            return
+        try:
             for key, queue in self.model.items():
                 assert self.v.dequeue(key, 10**6) == list(queue)
             s = self.v.statistics()
             assert s.items == 0 and s.keys == 0 and s.live_bytes == 0
             self.v.close()
-            shutil.rmtree(self.folder)
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 VirtualizerMachine.TestCase.settings = settings(

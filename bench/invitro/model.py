@@ -48,6 +48,8 @@ from bench.invitro import html
 from bench.invitro.page import STYLESHEET, UTM_SOURCES, write_page
 
 _NORMAL = NormalDist()
+# 1024 dates from 2017 to 2025: formatting one per page would cost more than a page's links.
+_LAST_MODIFIED = tuple(formatdate(1_500_000_000 + k * 244_140, usegmt=True) for k in range(1024))
 _DIGITS = re.compile(r"\d{1,9}")
 _UTM = "utm_source="
 TOPICS = ("news", "guides", "reviews", "people", "events", "science", "travel", "history")
@@ -217,8 +219,8 @@ class WebModel:
         self._suffix = "." + params.domain.lower()
         self._max_pages = params.max_pages or max(1, int(20 * params.mean_pages))
         self._host_info = functools.lru_cache(maxsize=1 << 16)(self._compute_host_info)
-        self.host_paths = functools.lru_cache(maxsize=4096)(self._compute_paths)
-        """host_paths(info) -> every page target of a host, as a tuple (cached)"""
+        self._host_info_at = functools.lru_cache(maxsize=1 << 16)(self._compute_host_info_at)
+        self._paths = functools.lru_cache(maxsize=4096)(self._compute_paths)
         self._respond = functools.lru_cache(maxsize=params.cache_size)(self._compute_response)
 
     # Hosts and IPs.
@@ -265,6 +267,11 @@ class WebModel:
         """A uniform number in (0, 1) from the hash of ``text``."""
         return ((self._hash(text) >> 11) + 0.5) / 2.0**53
 
+    def _compute_host_info_at(self, index: int) -> HostInfo:
+        info = self._host_info(self.host_name(index))
+        assert info is not None
+        return info
+
     def _compute_host_info(self, host: str) -> HostInfo | None:
         index = self.host_index(host)
         if index is None:
@@ -303,7 +310,13 @@ class WebModel:
             return f"/item?id={i}&lang=en"
         return f"/archive/{2000 + (h >> 40) % 25}/{1 + (h >> 48) % 12:02d}/post{i}.html"
 
-    def _compute_paths(self, info: HostInfo) -> tuple[str, ...]:
+    def host_paths(self, info: HostInfo) -> tuple[str, ...]:
+        """Every page target of a host, page 0 first (cached by host name: cheaper than by HostInfo)."""
+        return self._paths(info.name)
+
+    def _compute_paths(self, host: str) -> tuple[str, ...]:
+        info = self._host_info(host)
+        assert info is not None
         return tuple(self.path_of(info, i) for i in range(info.pages))
 
     def file_path(self, info: HostInfo, k: int) -> str:
@@ -437,10 +450,9 @@ class WebModel:
         rng = random.Random(self._hash(f"{info.name}|page|{i}"))
         size = int(_lognormal(self.params.page_bytes, 0.3, rng.random() or 0.5))
         page = write_page(self, info, i, rng, size)
-        modified = 1_500_000_000 + self._hash(f"{info.name}|modified|{i}") % 250_000_000
         headers = [
             ("Content-Type", "text/html; charset=utf-8"),
-            ("Last-Modified", formatdate(modified, usegmt=True)),
+            ("Last-Modified", _LAST_MODIFIED[rng.getrandbits(10)]),
             ("Cache-Control", "max-age=600"),
         ]
         return Response(200, "OK", headers, page.body, delay, page.urls, page.nofollow, page.tags, True)
@@ -450,8 +462,7 @@ class WebModel:
         hosts = self.params.hosts
         # Half uniform, half log-uniform: a few hosts get many in-links, as on the real web.
         j = int(r() * hosts) if r() < 0.5 else int(hosts ** r()) - 1
-        other = self._host_info(self.host_name(j))
-        assert other is not None
+        other = self._host_info_at(j)
         target = "/" if r() < 0.5 else self.host_paths(other)[int(r() * other.pages)]
         url = other.origin + target
         return url, (url[5:] if r() < 0.05 else url)  # now and then protocol-relative: //host:port/…

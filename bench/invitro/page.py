@@ -77,7 +77,8 @@ def directory(target: str) -> str:
 def write_page(web: WebModel, info: HostInfo, i: int, rng: random.Random, size: int) -> Page:
     """Page ``i`` of a host, about ``size`` bytes, every choice drawn from ``rng``."""
     r, bits = rng.random, rng.getrandbits
-    paths = web.host_paths(info)
+    table = host_table(web, info)
+    paths = table.paths
     origin = info.origin
     url = origin + paths[i]
     base_dir = directory(paths[i])
@@ -97,10 +98,11 @@ def write_page(web: WebModel, info: HostInfo, i: int, rng: random.Random, size: 
         out.append(b'<link rel="canonical" href="%s">\n' % links.add(url, html.escape(url), "link"))
     out.append(html.HEAD_END)
     out.append(f'<header class="site">\n<p class="brand">{info.name}</p>\n</header>\n<nav aria-label="site">\n<ul>\n'.encode())
-    _write_nav(web, info, i, base_dir, base_href or url, links, rng, out)
+    head = len(links.urls)
+    _write_nav(web, table, info, i, base_dir, base_href or url, links, rng, out)
     out.append(f'</ul>\n</nav>\n<main id="main">\n<article>\n<h1>{title}</h1>\n'.encode())
-    count = round(info.degree * math.exp(0.4 * rng.gauss(0.0, 1.0) - 0.08))
-    count = min(count, int(4 * web.params.mean_links) + 1) - len(links.urls)
+    count = round(info.degree * math.exp(0.4 * rng.gauss(0.0, 1.0) - 0.08))  # the page's <a> links, nav included
+    count = min(count, int(4 * web.params.mean_links) + 1) - (len(links.urls) - head)
     _write_body(web, info, base_dir, links, rng, max(0, count), out)
     length = sum(map(len, out))
     end = html.footer(info.name)
@@ -113,16 +115,23 @@ def write_page(web: WebModel, info: HostInfo, i: int, rng: random.Random, size: 
 
 
 def _write_nav(
-    web: WebModel, info: HostInfo, i: int, base_dir: str, base_url: str, links: _Links, rng: random.Random, out: list[bytes]
+    web: WebModel,
+    table: HostTable,
+    info: HostInfo,
+    i: int,
+    base_dir: str,
+    base_url: str,
+    links: _Links,
+    rng: random.Random,
+    out: list[bytes],
 ) -> None:
     """The skip link, then home, parent and children: the tree that makes every page reachable."""
     links.add(base_url, b"#main")
     out.append(b'<li><a href="#main">Skip to content</a></li>\n')
     b = web.params.branching
-    paths = web.host_paths(info)
     family = ([0] if i else []) + ([(i - 1) // b] if i > b else []) + list(range(i * b + 1, min(i * b + b + 1, info.pages)))
     for j in family:
-        written = links.add(info.origin + paths[j], html.escape(href(info.origin, paths[j], base_dir, rng.random())))
+        written = links.add(table.urls[j], html.escape(href(info.origin, table.paths[j], base_dir, rng.random())))
         out += (html.ITEM_START, written, html.ITEM_CLOSES[rng.getrandbits(9)])
 
 
@@ -143,6 +152,7 @@ def _write_body(
     table = host_table(web, info)
     table_urls, absolute, rooted, paths, pages = table.urls, table.absolute, table.rooted, table.paths, info.pages
     leads, closes, item_closes = html.LEADS, html.CLOSES, html.ITEM_CLOSES
+    relative_cache = _relative_href_cache
     repeat_below = 0.05
     plain_from = repeat_below + (1 - repeat_below) * (_other_share(p) + (p.frac_binary if info.files else 0.0))
     nofollow_from = 1 - (1 - plain_from) * p.nofollow_share
@@ -167,7 +177,9 @@ def _write_body(
             elif form < 0.6:
                 written = rooted[j]
             elif form < 0.95:
-                written = relative_href(base_dir, paths[j], form > 0.9)
+                written = relative_cache.get((base_dir, paths[j])) or relative_href(base_dir, paths[j])
+                if form > 0.9 and written[0] != 46:  # 46 is "."
+                    written = b"./" + written
             else:
                 written = absolute[j][5:]  # //host:port/…
         elif u < repeat_below and len(urls) > first:  # an earlier link again, as pages do
@@ -273,14 +285,14 @@ _relative_cache: dict[tuple[str, str], str] = {}
 _relative_href_cache: dict[tuple[str, str], bytes] = {}
 
 
-def relative_href(base_dir: str, target: str, dot: bool) -> bytes:
-    """:func:`relative_ref` as escaped bytes, with ``./`` in front when ``dot`` (and not already there)."""
+def relative_href(base_dir: str, target: str) -> bytes:
+    """:func:`relative_ref` as escaped bytes (kept in a bounded cache that callers may read)."""
     written = _relative_href_cache.get((base_dir, target))
     if written is None:
         if len(_relative_href_cache) > 1 << 16:
             _relative_href_cache.clear()
         written = _relative_href_cache[base_dir, target] = html.escape(relative_ref(base_dir, target))
-    return b"./" + written if dot and written[0] != 46 else written  # 46 is "."
+    return written
 
 
 def relative_ref(base_dir: str, target: str) -> str:
