@@ -79,7 +79,7 @@ def drive(args: argparse.Namespace) -> dict:
                 frontier.sieve.flush()
                 frontier.flush_sieve(now, now)
             for vs in frontier.distribute(now, budget=20_000):
-                frontier.resolved(vs, f"10.{vs.id % 250}.{vs.id // 250 % 250}.1")
+                frontier.resolved(vs, f"10.0.{vs.id % args.ips // 250}.{vs.id % args.ips % 250}")
             for _ in range(args.fetch_per_batch):  # a fetcher drains some of the work
                 vs = frontier.acquire(now)
                 if vs is None:
@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--urls", type=int, default=10_000_000)
     parser.add_argument("--hosts", type=int, default=10_000)
+    parser.add_argument("--ips", type=int, default=100, help="hosts share this many IPs (few IPs: a small front, a deep backlog)")
     parser.add_argument("--step", type=int, default=1_000_000)
     parser.add_argument("--workbench-bytes", type=int, default=16 << 20)
     parser.add_argument("--sieve-bytes", type=int, default=16 << 20)

@@ -6,6 +6,8 @@ the 2013 paper's 1% limbo rule:
 * **Breadth-first fidelity first.** A visit state whose in-memory queue empties while it still
   has URLs on disk is put on the refill queue, and ``step`` serves the refill queue before
   anything else, so a host never waits on new hosts while its own backlog sits on disk.
+  Refills stop while the workbench is over its byte budget, so the budget is exceeded by
+  at most one refill batch (T17).
   This is the limbo rule with a 0% threshold: simpler, and per-host order is exact.
 * **Front adaptation second.** The *front* is the number of IPs with work (on the
   workbench or out with a fetcher). Fetchers report every time they find the todo ring
@@ -110,7 +112,7 @@ class Distributor:
     def step(self, budget: int = 1000) -> list[VisitState]:
         """Do up to ``budget`` URL moves; return the new visit states the engine must resolve."""
         limit = self.per_host_limit()
-        while self.refill and budget > 0:
+        while self.refill and budget > 0 and self.workbench.bytes < self.workbench_bytes:
             vs = self.refill.popleft()
             vs.refilling = False
             budget -= self._refill(vs, limit)

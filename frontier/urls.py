@@ -297,8 +297,10 @@ class BaseURL:
 
         * ``?`` alone (or ``http:?``) gives the page without a query; urljoin keeps the
           base's query (it cannot tell an empty query from none) and reads ``;`` as the page.
-        * whitespace before an empty query or fragment (``x ?``, ``x #``) is inside the URL
-          (``x%20``); urljoin drops the empty delimiter, so the whitespace becomes trailing.
+        * the href is stripped of C0 controls and spaces at both ends before it is read, as
+          browsers do; urljoin strips only the start, so ``http: `` has a path for it, and
+          whitespace before an empty query or fragment (``x ?``: ours ``x%20``) ends up
+          trailing once urljoin drops the empty delimiter.
         * empty segments (``a//b``) are kept, as RFC 3986 says; urljoin drops them when
           merging a relative path (with the base's too), and turns one into the root after
           a ``..`` that climbs above it (``/..//x``: ours ``//x``, urljoin ``/x``).

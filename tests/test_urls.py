@@ -330,6 +330,8 @@ def urljoin_departs_from_rfc(base: str, href: str) -> bool:
     if prefix and prefix.group()[:-1].lower() == scheme:
         cleaned = cleaned[prefix.end() :]
     raw_path = cleaned.partition("?")[0]
+    if not cleaned and (ref.path or ref.params or ref.query):  # `http: `: urljoin keeps the space
+        return True
     if "\\" in raw_path and "." in raw_path:  # `\` separates segments before `..` is applied
         return True
     if ref.netloc:

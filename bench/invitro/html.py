@@ -50,11 +50,11 @@ _LISTS = tuple(
 PADDING = tuple(
     "".join(
         _GEN.choice(_HEADINGS) if x < 0.1 else _GEN.choice(_LISTS) if x < 0.2 else _GEN.choice(_PARAGRAPHS)
-        for x in (_GEN.random() for _ in range(2))
+        for x in (_GEN.random() for _ in range(4))
     ).encode()
     for _ in range(2048)
 )
-"""2048 runs of text of about 1 KB: a 15 KB page takes about ten, so two pages rarely share much"""
+"""2048 runs of text of about 2 KB (4 MB in all): a 15 KB page takes about five, so two pages rarely share one"""
 del _GEN
 
 # The pieces around an <a href="…"> in a paragraph: text before it, and its end with an anchor text.

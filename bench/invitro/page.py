@@ -50,23 +50,13 @@ class Page:
     tags: list[str]  # "link", "a", "area" or "iframe"
 
 
-class _Links:
-    """The parallel link lists of the page being written (plus each href, for repeats)."""
+Link = tuple[str, bytes, str, bool]
+"""A link as written: (absolute URL without fragment, escaped href, tag, nofollow)."""
 
-    __slots__ = ("urls", "hrefs", "tags", "nofollow")
 
-    def __init__(self) -> None:
-        self.urls: list[str] = []
-        self.hrefs: list[bytes] = []
-        self.tags: list[str] = []
-        self.nofollow: list[bool] = []
-
-    def add(self, url: str, href: bytes, tag: str = "a", nofollow: bool = False) -> bytes:
-        self.urls.append(url)
-        self.hrefs.append(href)
-        self.tags.append(tag)
-        self.nofollow.append(nofollow)
-        return href
+def _add(links: list[Link], url: str, written: bytes, tag: str = "a") -> bytes:
+    links.append((url, written, tag, False))
+    return written
 
 
 def directory(target: str) -> str:
@@ -86,23 +76,23 @@ def write_page(web: WebModel, info: HostInfo, i: int, rng: random.Random, size: 
     if info.pages > 1 and r() < 0.05:  # <base href> to a section: relative hrefs follow it
         base_dir = f"/section{1 + int(r() * min(web.params.branching, info.pages - 1))}/"
         base_href = origin + base_dir
-    links = _Links()
+    links: list[Link] = []
     title = f"{html.TITLES[bits(9)]} {i}"
     out = [html.HEAD_START, f"<title>{title} | {info.name}</title>\n".encode()]
     out.append(f'<meta name="description" content="{html.SENTENCES[bits(10)]}">\n'.encode())
     if base_href is not None:
         out.append(b'<base href="%s">\n' % html.escape(base_href))
-    css = links.add(origin + STYLESHEET, html.escape(href(origin, STYLESHEET, base_dir, r())), "link")
+    css = _add(links, origin + STYLESHEET, html.escape(href(origin, STYLESHEET, base_dir, r())), "link")
     out.append(b'<link rel="stylesheet" href="%s">\n' % css)
     if r() < 0.3:
-        out.append(b'<link rel="canonical" href="%s">\n' % links.add(url, html.escape(url), "link"))
+        out.append(b'<link rel="canonical" href="%s">\n' % _add(links, url, html.escape(url), "link"))
     out.append(html.HEAD_END)
     out.append(f'<header class="site">\n<p class="brand">{info.name}</p>\n</header>\n<nav aria-label="site">\n<ul>\n'.encode())
-    head = len(links.urls)
+    head = len(links)
     _write_nav(web, table, info, i, base_dir, base_href or url, links, rng, out)
     out.append(f'</ul>\n</nav>\n<main id="main">\n<article>\n<h1>{title}</h1>\n'.encode())
     count = round(info.degree * math.exp(0.4 * rng.gauss(0.0, 1.0) - 0.08))  # the page's <a> links, nav included
-    count = min(count, int(4 * web.params.mean_links) + 1) - (len(links.urls) - head)
+    count = min(count, int(4 * web.params.mean_links) + 1) - (len(links) - head)
     _write_body(web, info, base_dir, links, rng, max(0, count), out)
     length = sum(map(len, out))
     end = html.footer(info.name)
@@ -111,7 +101,7 @@ def write_page(web: WebModel, info: HostInfo, i: int, rng: random.Random, size: 
         out.append(block)
         length += len(block)
     out.append(end)
-    return Page(b"".join(out), links.urls, links.nofollow, links.tags)
+    return Page(b"".join(out), [k[0] for k in links], [k[3] for k in links], [k[2] for k in links])
 
 
 def _write_nav(
@@ -121,22 +111,22 @@ def _write_nav(
     i: int,
     base_dir: str,
     base_url: str,
-    links: _Links,
+    links: list[Link],
     rng: random.Random,
     out: list[bytes],
 ) -> None:
     """The skip link, then home, parent and children: the tree that makes every page reachable."""
-    links.add(base_url, b"#main")
+    _add(links, base_url, b"#main")
     out.append(b'<li><a href="#main">Skip to content</a></li>\n')
     b = web.params.branching
     family = ([0] if i else []) + ([(i - 1) // b] if i > b else []) + list(range(i * b + 1, min(i * b + b + 1, info.pages)))
     for j in family:
-        written = links.add(table.urls[j], html.escape(href(info.origin, table.paths[j], base_dir, rng.random())))
+        written = _add(links, table.urls[j], html.escape(href(info.origin, table.paths[j], base_dir, rng.random())))
         out += (html.ITEM_START, written, html.ITEM_CLOSES[rng.getrandbits(9)])
 
 
 def _write_body(
-    web: WebModel, info: HostInfo, base_dir: str, links: _Links, rng: random.Random, count: int, out: list[bytes]
+    web: WebModel, info: HostInfo, base_dir: str, links: list[Link], rng: random.Random, count: int, out: list[bytes]
 ) -> None:
     """``count`` text links in paragraphs and lists: chosen and written in one loop (the hot one).
 
@@ -148,7 +138,7 @@ def _write_body(
     """
     p = web.params
     r, bits = rng.random, rng.getrandbits
-    urls, hrefs, tags, nofollow = links.urls, links.hrefs, links.tags, links.nofollow
+    add = links.append
     table = host_table(web, info)
     table_urls, absolute, rooted, paths, pages = table.urls, table.absolute, table.rooted, table.paths, info.pages
     leads, closes, item_closes = html.LEADS, html.CLOSES, html.ITEM_CLOSES
@@ -156,7 +146,7 @@ def _write_body(
     repeat_below = 0.05
     plain_from = repeat_below + (1 - repeat_below) * (_other_share(p) + (p.frac_binary if info.files else 0.0))
     nofollow_from = 1 - (1 - plain_from) * p.nofollow_share
-    first = len(urls)
+    first = len(links)
     left = 0  # links still to write in the current paragraph or list
     as_list = False
     for n in range(count):
@@ -182,15 +172,11 @@ def _write_body(
                     written = b"./" + written
             else:
                 written = absolute[j][5:]  # //host:port/…
-        elif u < repeat_below and len(urls) > first:  # an earlier link again, as pages do
-            k = first + int(r() * (len(urls) - first))
-            url, written, tag, rel = urls[k], hrefs[k], tags[k], nofollow[k]
+        elif u < repeat_below and len(links) > first:  # an earlier link again, as pages do
+            url, written, tag, rel = links[first + int(r() * (len(links) - first))]
         else:
             url, written, tag, rel = _other_link(web, info, base_dir, r)
-        urls.append(url)
-        hrefs.append(written)
-        tags.append(tag)
-        nofollow.append(rel)
+        add((url, written, tag, rel))
         if tag != "a":
             element = html.element(tag, written, html.ANCHORS[bits(9)])
             out.append(b"<li>%s</li>\n" % element if as_list else leads[bits(10)][:-9] + element)

@@ -102,6 +102,9 @@ class HttpService:
         self.gzipped = functools.lru_cache(maxsize=1024)(self._gzip)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the timers; CPU and wall time count from here (after the listeners are set up)."""
+        self._cpu0 = time.process_time()
+        self._wall0 = time.monotonic()
         self.log.start(loop)
         self._sweeper = loop.call_later(1.0, self._sweep, loop)
 
