@@ -67,6 +67,7 @@ def one_run(seconds: float, hosts: int, settings: list[str], web_args: list[str]
         stats = orjson.loads((folder / "out" / "stats.json").read_bytes())
     elapsed = stats["elapsed_seconds"]
     return {
+        "todo_wait_share_warm": warm_wait_share(stats),
         "pages": stats["pages"],
         "pages_per_second": stats["pages"] / elapsed,
         "pages_per_cpu_second": stats["pages_per_cpu_second"],
@@ -77,6 +78,16 @@ def one_run(seconds: float, hosts: int, settings: list[str], web_args: list[str]
         "hosts": stats["hosts"],
         "errors": sum(stats["errors"].values()),
     }
+
+
+def warm_wait_share(stats: dict) -> float:
+    """Share of fetcher time spent waiting on an empty todo ring over the second half of the run."""
+    timeline = stats["timeline"]
+    if len(timeline) < 4:
+        return float("nan")
+    a, b = timeline[len(timeline) // 2], timeline[-1]
+    fetchers = stats["config"]["engine"]["fetchers"]
+    return (b["todo_wait_seconds"] - a["todo_wait_seconds"]) / (fetchers * (b["t"] - a["t"]))
 
 
 def main(argv: list[str] | None = None) -> None:

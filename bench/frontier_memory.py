@@ -141,7 +141,7 @@ def plot(samples: list[dict], path: Path) -> None:
     ax2.set_ylabel("URLs in the virtualizer (millions)")
     ax2.set_ylim(bottom=0)
     ax.set_title(f"Frontier memory, {samples[-1]['hosts']:,} hosts")
-    fig.legend(loc="lower right")
+    fig.legend(loc="center right", bbox_to_anchor=(0.85, 0.35))
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 

@@ -9,12 +9,14 @@ Modules, by role:
 
 - :mod:`~bench.invitro.model`: the web itself, pure and deterministic (``WebParams``,
   ``WebModel.respond``); any process with the same parameters and port computes the same bytes;
-- :mod:`~bench.invitro.html`: renders a page's links into realistic HTML;
+- :mod:`~bench.invitro.page`: writes one HTML page, its links and markup in one pass (hot path);
+- :mod:`~bench.invitro.html`: the prebuilt text blocks, head and footer that pages are made of;
 - :mod:`~bench.invitro.server`: the HTTP/1.1 origin server and forward proxy (asyncio.Protocol);
 - :mod:`~bench.invitro.dns`: A records for the model's hosts, UDP and TCP;
 - :mod:`~bench.invitro.requestlog`: the JSON-lines request log and ``read_log``;
 - :mod:`~bench.invitro.app`: ``start_invitro`` puts them together in-process;
-- ``python -m bench.invitro``: the same as a process with a ready file (see ``__main__``).
+- ``python -m bench.invitro``: the same as a process with a ready file (see ``__main__``);
+- ``python -m bench.invitro.loadtest``: how many requests/s, and how much CPU each, it costs.
 
 All traffic stays on 127.0.0.0/8: the model's IPs are checked to lie there.
 """

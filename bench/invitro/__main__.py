@@ -96,7 +96,8 @@ def describe(web: InVitro) -> list[str]:
         lines.append(f"invitro: proxy {web.proxy_address} (GET http://host:port/path)")
     if web.dns_address:
         lines.append(f"invitro: dns   {web.dns_address} (UDP and TCP, *.{web.model.params.domain})")
-    lines.append(f"invitro: seed  {web.seeds[0]} (+{len(web.seeds) - 1} more)")
+    if web.seeds:
+        lines.append(f"invitro: seed  {web.seeds[0]} (+{len(web.seeds) - 1} more)")
     if web.log_path:
         lines.append(f"invitro: log   {web.log_path}")
     return lines

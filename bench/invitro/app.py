@@ -65,6 +65,7 @@ class InVitro:
         }
 
     async def close(self) -> None:
+        """Stop listening, close connections, flush the log (calling it again does nothing more)."""
         for server in self._servers:
             server.close()
         if self._dns is not None:
@@ -98,14 +99,17 @@ async def start_invitro(
     log = RequestLog(log_path, flush_interval)
     service = HttpService(model, options or ServerOptions(), log)
     proxy_address = None
+    servers: list[asyncio.AbstractServer] = []
     try:
-        servers = await serve_sockets(service, sockets)
+        servers += await serve_sockets(service, sockets)
         if proxy:
             chosen, proxy_sockets = bind_listeners([PROXY_HOST], proxy_port)
             servers += await serve_sockets(service, proxy_sockets)
             proxy_address = f"{PROXY_HOST}:{chosen}"
         dns_server = await start_dns(model, PROXY_HOST, dns_port, dns_ttl) if dns else None
-    except BaseException:
+    except BaseException:  # a port taken, say: release what was bound
+        for server in servers:
+            server.close()
         for sock in sockets:
             sock.close()
         log.close()

@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 import xxhash
 
 from bench.invitro import html
-from bench.invitro.page import STYLESHEET, UTM_SOURCES, write_page
+from bench.invitro.page import STYLESHEET, UTM_SOURCES, HostTable, write_page
 
 _NORMAL = NormalDist()
 # 1024 dates from 2017 to 2025: formatting one per page would cost more than a page's links.
@@ -88,7 +88,7 @@ class WebParams:
     frac_redirect: float = 0.02
     """share of pages answered 301/302 to another page of the same host"""
     frac_slow: float = 0.0
-    """share of URLs whose response stalls ``slow_seconds`` before it is sent"""
+    """share of URLs (pages, files, 404s; not robots.txt) whose response stalls ``slow_seconds``"""
     slow_seconds: float = 0.5
     """stall of a slow response, seconds"""
     frac_binary: float = 0.02
@@ -206,8 +206,9 @@ def strip_utm(target: str) -> str:
 class WebModel:
     """The synthetic web for one :class:`WebParams` and the port its servers listen on.
 
-    Pure and deterministic: every method is a function of (params, port, arguments). Two
-    caches (host facts, whole responses) only save time. Host names are matched in lower case.
+    Pure and deterministic: every method is a function of (params, port, arguments). The
+    caches (host facts, path lists, whole responses) only save time. Host names are matched in
+    lower case. The HTML of a page is written by :func:`bench.invitro.page.write_page`.
     """
 
     def __init__(self, params: WebParams, port: int) -> None:
@@ -222,6 +223,7 @@ class WebModel:
         self._host_info_at = functools.lru_cache(maxsize=1 << 16)(self._compute_host_info_at)
         self._paths = functools.lru_cache(maxsize=4096)(self._compute_paths)
         self._respond = functools.lru_cache(maxsize=params.cache_size)(self._compute_response)
+        self.host_tables: dict[str, HostTable] = {}  # page.py's per-host cache, owned here
 
     # Hosts and IPs.
 

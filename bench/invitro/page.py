@@ -17,9 +17,11 @@ Hrefs are written absolute (25 %), root-relative (35 %), relative (35 %, some wi
 protocol-relative (5 %); relative ones are computed against the page's directory, or against
 its ``<base href>`` (a section, on 5 % of pages).
 
-Speed: a page is a ``b"".join`` of prebuilt byte strings and encoded hrefs, and each link is
-chosen and written in the same step (a plan-then-render design cost twice as much). The small
-decisions of a link come from the bits of one ``getrandbits`` draw.
+Speed (0.7 M instructions, 0.1–0.2 ms here, for 15 KB and 40 links): a page is a
+``b"".join`` of prebuilt byte strings and encoded hrefs; each link is chosen and written in the
+same step (a plan-then-render design cost more), one uniform draw picks its kind, and the
+common kind, a plain link to a page of the same host, takes its URL and written forms from a
+per-host table.
 """
 
 from __future__ import annotations
@@ -238,20 +240,16 @@ class HostTable(NamedTuple):
     rooted: tuple[bytes, ...]  # escaped path
 
 
-_tables: dict[tuple[int, str], HostTable] = {}
-
-
 def host_table(web: WebModel, info: HostInfo) -> HostTable:
-    """The table of a host (kept for the last few thousand hosts; rebuilding one is cheap)."""
-    key = (id(web), info.name)
-    table = _tables.get(key)
+    """The table of a host, kept in ``web.host_tables`` for a few thousand hosts (rebuilding is cheap)."""
+    table = web.host_tables.get(info.name)
     if table is None:
         paths = web.host_paths(info)
         urls = tuple(info.origin + path for path in paths)
         table = HostTable(paths, urls, tuple(map(html.escape, urls)), tuple(map(html.escape, paths)))
-        if len(_tables) >= 4096:
-            _tables.clear()
-        _tables[key] = table
+        if len(web.host_tables) >= 4096:
+            web.host_tables.clear()
+        web.host_tables[info.name] = table
     return table
 
 

@@ -32,7 +32,8 @@ class LogRecord:
     start: float
     """monotonic time when the request head was complete"""
     end: float
-    """monotonic time after the response was handed to the transport"""
+    """monotonic time when the response was handed to the transport (taken just before the write,
+    so a client that received it cannot have finished earlier)"""
     conn: int
     """connection id, counting from 1 in the server process"""
     local: str

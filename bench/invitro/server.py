@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import functools
 import socket
 import time
 from collections import Counter
@@ -60,9 +59,13 @@ class ServerOptions:
 
 @dataclass(frozen=True, slots=True)
 class ServerStatistics:
+    """What the server did since it started (``InVitro.statistics()`` adds DNS and CPU per request)."""
+
     requests: int
     body_bytes: int
+    """body bytes sent, as transferred (after gzip)"""
     connections: int
+    """connections accepted"""
     open_connections: int
     statuses: dict[int, int]
     cpu_seconds: float
@@ -72,6 +75,8 @@ class ServerStatistics:
 
 @dataclass(frozen=True, slots=True)
 class _Request:
+    """One parsed request head: only what the answer and the log need."""
+
     method: str
     host: str
     target: str
@@ -99,7 +104,7 @@ class HttpService:
         self._wall0 = time.monotonic()
         self._date = (0, b"")
         self._sweeper: asyncio.TimerHandle | None = None
-        self.gzipped = functools.lru_cache(maxsize=1024)(self._gzip)
+        self._gzipped: dict[tuple[str, str], bytes] = {}
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the timers; CPU and wall time count from here (after the listeners are set up)."""
@@ -112,8 +117,15 @@ class HttpService:
         self.connections_total += 1
         return self.connections_total
 
-    def _gzip(self, host: str, target: str) -> bytes:
-        return _zlib.compress(self.model.respond(host, target).body, 1, _GZIP_WBITS)
+    def gzipped(self, host: str, target: str, body: bytes) -> bytes:
+        """``body`` (the answer to host+target) gzipped at level 1, cached for repeated fetches."""
+        key = (host, target)
+        zipped = self._gzipped.get(key)
+        if zipped is None:
+            if len(self._gzipped) >= 1024:
+                self._gzipped.clear()  # a crawl fetches each URL about once: no need for LRU order
+            zipped = self._gzipped[key] = _zlib.compress(body, 1, _GZIP_WBITS)
+        return zipped
 
     def date(self) -> bytes:
         now = int(time.time())
@@ -270,7 +282,7 @@ class HttpProtocol(asyncio.Protocol):
             except Exception as e:  # a model bug must not take the server down; the log shows 500
                 response = Response(500, "Internal Server Error", [("Content-Type", "text/plain")], repr(e).encode())
         gzip = service.options.gzip and response.compressible and request.gzip_ok
-        body = service.gzipped(request.host, request.target) if gzip else response.body
+        body = service.gzipped(request.host, request.target, response.body) if gzip else response.body
         delay = response.delay + service.bandwidth_delay(len(body), request.started)
         if delay > 0:
             self._busy = True
@@ -283,7 +295,28 @@ class HttpProtocol(asyncio.Protocol):
         self._send(request, response, body, gzip)
         self._serve()
 
+    def _head(self, request: _Request, response: Response, length: int, gzip: bool, chunked: bool, keep: bool) -> bytes:
+        """The status line and headers: the model's, then the server's own."""
+        status = b"HTTP/1.1 %d %s\r\nDate: %s\r\nServer: invitro\r\n" % (
+            response.status,
+            response.reason.encode(),
+            self.service.date(),
+        )
+        head = [status, *(f"{name}: {value}\r\n".encode() for name, value in response.headers)]
+        if gzip:
+            head.append(b"Content-Encoding: gzip\r\n")
+        if response.compressible and self.service.options.gzip:
+            head.append(b"Vary: Accept-Encoding\r\n")
+        head.append(b"Transfer-Encoding: chunked\r\n" if chunked else b"Content-Length: %d\r\n" % length)
+        if not keep:
+            head.append(b"Connection: close\r\n")
+        elif request.http10:
+            head.append(b"Connection: keep-alive\r\n")
+        head.append(b"\r\n")
+        return b"".join(head)
+
     def _send(self, request: _Request, response: Response, body: bytes, gzip: bool) -> None:
+        """Write the answer (unless the client left), then count and log it."""
         service = self.service
         options = service.options
         transport = self._transport
@@ -292,26 +325,15 @@ class HttpProtocol(asyncio.Protocol):
         aborted = transport is None or transport.is_closing()
         if not aborted:
             assert transport is not None
-            head = [b"HTTP/1.1 %d %s\r\nDate: %s\r\nServer: invitro\r\n" % (response.status, response.reason.encode(), service.date())]
-            head += [f"{name}: {value}\r\n".encode() for name, value in response.headers]
-            if gzip:
-                head.append(b"Content-Encoding: gzip\r\n")
-            if response.compressible and options.gzip:
-                head.append(b"Vary: Accept-Encoding\r\n")
             chunked = options.chunked and not request.http10 and request.method != "HEAD"
-            head.append(b"Transfer-Encoding: chunked\r\n" if chunked else b"Content-Length: %d\r\n" % len(body))
-            if not keep:
-                head.append(b"Connection: close\r\n")
-            elif request.http10:
-                head.append(b"Connection: keep-alive\r\n")
-            head.append(b"\r\n")
+            head = self._head(request, response, len(body), gzip, chunked, keep)
             # The end is taken as the response is handed over: the client cannot finish earlier,
             # so gaps measured from it never overstate the client's politeness.
             end = time.monotonic()
             if request.method == "HEAD":
-                transport.write(b"".join(head))
+                transport.write(head)
             else:
-                transport.write(b"".join(head) + (_chunked(body) if chunked else body))
+                transport.write(head + (_chunked(body) if chunked else body))
                 sent = len(body)
             if not keep:
                 transport.close()
@@ -345,6 +367,7 @@ class HttpProtocol(asyncio.Protocol):
 
 
 def _chunked(body: bytes) -> bytes:
+    """The body as chunks of 8 KiB and the last, empty chunk (no trailers)."""
     pieces = []
     for at in range(0, len(body), _CHUNK):
         chunk = body[at : at + _CHUNK]
