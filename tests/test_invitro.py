@@ -280,7 +280,8 @@ async def test_server_knobs_close_chunked_and_slow(tmp_path: Path) -> None:
     web = await start_invitro(params, log_path=tmp_path / "log.jsonl", options=options, proxy=False, dns=False)
     try:
         host = "h00000.web.test"
-        [(status, headers, body)] = await exchange((web.model.ip_of(host), web.port), [get("/", host, "Accept-Encoding: gzip")])
+        address = (web.model.ip_of(host), web.port)
+        [(status, headers, body)] = await exchange(address, [get("/", host, "Accept-Encoding: gzip")])
         assert status == 200 and headers["connection"] == "close" and headers["transfer-encoding"] == "chunked"
         assert body == web.model.respond(host, "/").body and "content-encoding" not in headers
     finally:

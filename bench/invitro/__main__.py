@@ -71,7 +71,8 @@ def make_params(args: argparse.Namespace, parser: argparse.ArgumentParser) -> We
         key, equals, text = item.partition("=")
         key = key.strip().replace("-", "_")
         if not equals or key not in types:
-            parser.error(f"--set {item}: expected KEY=VALUE with KEY one of {', '.join(f.name for f in fields(WebParams))}")
+            known = ", ".join(f.name for f in fields(WebParams))
+            parser.error(f"--set {item}: expected KEY=VALUE with KEY one of {known}")
         try:
             values[key] = types[key](text.strip())
         except ValueError:

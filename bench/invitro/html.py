@@ -90,7 +90,7 @@ HEAD_END = (
 
 
 def escape(href: str) -> bytes:
-    """An href as attribute bytes: model URLs have no quotes or brackets; '&' (``/item?id=…&lang=en``) needs escaping."""
+    """An href as attribute bytes: model URLs have no quotes or brackets, only '&' needs escaping."""
     return href.replace("&", "&amp;").encode() if "&" in href else href.encode()
 
 
@@ -116,7 +116,8 @@ def small_page(title: str, text: str, href: str | None = None) -> bytes:
     """A short HTML page for errors and redirects (no links unless ``href``)."""
     link = b'<p><a href="%s">moved here</a></p>\n' % escape(href) if href else b""
     return (
-        f"<!DOCTYPE html>\n<html><head><title>{title}</title></head>\n<body>\n<h1>{title}</h1>\n<p>{text}</p>\n".encode()
+        f"<!DOCTYPE html>\n<html><head><title>{title}</title></head>\n"
+        f"<body>\n<h1>{title}</h1>\n<p>{text}</p>\n".encode()
         + link
         + b"</body></html>\n"
     )

@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> None:
         try:
             model = WebModel(WebParams(hosts=args.hosts), info["port"])
             cpu0 = cpu_of(child.pid)
-            done, wall = uvloop.run(load(model, args.seconds, args.concurrency, not args.no_keepalive, args.gzip, args.distinct))
+            keepalive = not args.no_keepalive
+            done, wall = uvloop.run(load(model, args.seconds, args.concurrency, keepalive, args.gzip, args.distinct))
             cpu = cpu_of(child.pid) - cpu0
         finally:
             child.send_signal(signal.SIGTERM)

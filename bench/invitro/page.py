@@ -89,7 +89,8 @@ def write_page(web: WebModel, info: HostInfo, i: int, rng: random.Random, size: 
     if r() < 0.3:
         out.append(b'<link rel="canonical" href="%s">\n' % _add(links, url, html.escape(url), "link"))
     out.append(html.HEAD_END)
-    out.append(f'<header class="site">\n<p class="brand">{info.name}</p>\n</header>\n<nav aria-label="site">\n<ul>\n'.encode())
+    out.append(f'<header class="site">\n<p class="brand">{info.name}</p>\n</header>\n'.encode())
+    out.append(b'<nav aria-label="site">\n<ul>\n')
     head = len(links)
     _write_nav(web, table, info, i, base_dir, base_href or url, links, rng, out)
     out.append(f'</ul>\n</nav>\n<main id="main">\n<article>\n<h1>{title}</h1>\n'.encode())
@@ -121,7 +122,10 @@ def _write_nav(
     _add(links, base_url, b"#main")
     out.append(b'<li><a href="#main">Skip to content</a></li>\n')
     b = web.params.branching
-    family = ([0] if i else []) + ([(i - 1) // b] if i > b else []) + list(range(i * b + 1, min(i * b + b + 1, info.pages)))
+    family = [0] if i else []  # home
+    if i > b:
+        family.append((i - 1) // b)  # parent (for a section, the parent is home)
+    family += range(i * b + 1, min(i * b + b + 1, info.pages))  # children
     for j in family:
         written = _add(links, table.urls[j], html.escape(href(info.origin, table.paths[j], base_dir, rng.random())))
         out += (html.ITEM_START, written, html.ITEM_CLOSES[rng.getrandbits(9)])

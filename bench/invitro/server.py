@@ -274,8 +274,10 @@ class HttpProtocol(asyncio.Protocol):
     def _answer(self, request: _Request) -> None:
         service = self.service
         if request.method not in ("GET", "HEAD"):
-            connect = request.method == "CONNECT"
-            response = Response(501 if connect else 405, "Not Implemented" if connect else "Method Not Allowed", [], b"")
+            if request.method == "CONNECT":
+                response = Response(501, "Not Implemented", [], b"")
+            else:
+                response = Response(405, "Method Not Allowed", [("Allow", "GET, HEAD")], b"")
         else:
             try:
                 response = service.model.respond(request.host, request.target)
