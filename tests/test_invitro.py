@@ -16,6 +16,7 @@ import statistics
 import struct
 import sys
 from collections import Counter, deque
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlsplit
 
@@ -185,7 +186,7 @@ def test_utm_variant_is_the_same_page_and_other_queries_are_not() -> None:
 
 
 @pytest.fixture
-async def web(tmp_path: Path) -> InVitro:
+async def web(tmp_path: Path) -> AsyncIterator[InVitro]:
     web = await start_invitro(SMALL, log_path=tmp_path / "requests.jsonl")
     yield web
     await web.close()
