@@ -12,7 +12,6 @@ the figures reported are medians. Output: a table on stdout and JSON (``--json F
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import statistics
 import subprocess
@@ -23,26 +22,11 @@ from pathlib import Path
 
 import orjson
 
-
-def cpu_of(pid: int) -> float:
-    """User+system CPU seconds of a live process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from bench.invitro.process import cpu_of, spawn
 
 
 def start_web(folder: Path, hosts: int, extra: list[str]) -> tuple[subprocess.Popen[bytes], dict]:
-    ready = folder / "ready.json"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "bench.invitro", "--hosts", str(hosts), "--seeds", str(hosts), "--ready-file", str(ready),
-         "--log", str(folder / "requests.jsonl"), *extra],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while not ready.exists():
-        if child.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("the in-vitro web did not start")
-        time.sleep(0.05)  # a child's ready file: nothing to wait on across processes
-    return child, orjson.loads(ready.read_bytes())
+    return spawn(folder, ["--hosts", str(hosts), "--seeds", str(hosts), "--log", str(folder / "requests.jsonl"), *extra])
 
 
 def one_run(seconds: float, hosts: int, settings: list[str], web_args: list[str]) -> dict:

@@ -8,7 +8,7 @@ modes, :meth:`frontier.urls.BaseURL.resolve` per link and, for scale,
 ``canonicalize(urljoin(...))``. Figures are the least CPU time of several repeats (the
 machine is shared), in µs.
 
-    python -m bench.parse_bench [--pages 200] [--repeat 5]
+    python -m bench.parse_bench [--pages 100] [--repeat 15]
 """
 
 from __future__ import annotations
@@ -97,20 +97,25 @@ def raw_hrefs(page: bytes) -> list[str]:
     return [v for el in root.iter("a", "area", "link", "frame", "iframe") if (v := el.get("href", el.get("src")))]
 
 
-def best(fn: Callable[[], object], repeat: int) -> float:
-    """Least CPU time of `repeat` calls of fn, in seconds (CPU time: other processes share the cores)."""
-    times = []
+def least_cpu(tasks: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Least CPU seconds of each task over `repeat` rounds.
+
+    CPU time rather than wall time, and the tasks taken in turn within each round, because
+    other processes share the cores: a busy spell then slows every task, not just one.
+    """
+    least = dict.fromkeys(tasks, float("inf"))
     for _ in range(repeat):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return min(times)
+        for name, task in tasks.items():
+            t0 = time.process_time()
+            task()
+            least[name] = min(least[name], time.process_time() - t0)
+    return least
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pages", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--pages", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
     urls = [f"http://www.site{i % 7}.test/section/{i}/page.html" for i in range(args.pages)]
     pages = [make_page(i) for i in range(args.pages)]
@@ -118,17 +123,12 @@ def main() -> None:
     kb = sum(map(len, pages)) / len(pages) / 1024
     print(f"{args.pages} pages, {kb:.1f} KB each, {found / args.pages:.1f} distinct links kept per page")
 
-    for label, kwargs in (
-        ("extract_links (default)", {}),
-        ("extract_links want_context", {"want_context": True}),
-        ("extract_links want_document", {"want_document": True}),
-    ):
-        def run(kwargs: dict = kwargs) -> None:
+    def extract(**kwargs: bool) -> Callable[[], None]:
+        def run() -> None:
             for page, url in zip(pages, urls):
                 extract_links(page, url, content_type="text/html; charset=utf-8", **kwargs)
 
-        seconds = best(run, args.repeat)
-        print(f"{label:30} {seconds / args.pages * 1e6:8.1f} µs/page {seconds / found * 1e6:6.2f} µs/link")
+        return run
 
     hrefs = [(BaseURL(url), raw_hrefs(page)) for page, url in zip(pages, urls)]
     n = sum(len(h) for _, h in hrefs)
@@ -144,8 +144,16 @@ def main() -> None:
             for href in links:
                 canonicalize(urljoin(base.url, href))
 
-    for label, fn in (("BaseURL.resolve", resolve_all), ("canonicalize(urljoin())", urljoin_all)):
-        print(f"{label:30} {best(fn, args.repeat) / n * 1e6:8.2f} µs/link ({n} hrefs)")
+    pages_tasks = {
+        "extract_links (default)": extract(),
+        "extract_links want_document": extract(want_document=True),
+        "extract_links want_context": extract(want_context=True),
+    }
+    for label, seconds in least_cpu(pages_tasks, args.repeat).items():
+        print(f"{label:30} {seconds / args.pages * 1e6:8.1f} µs/page {seconds / found * 1e6:6.2f} µs/link kept")
+    link_tasks = {"BaseURL.resolve": resolve_all, "canonicalize(urljoin())": urljoin_all}
+    for label, seconds in least_cpu(link_tasks, args.repeat).items():
+        print(f"{label:30} {seconds / n * 1e6:8.2f} µs/href ({n} hrefs)")
 
 
 if __name__ == "__main__":

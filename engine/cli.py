@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
@@ -72,24 +71,15 @@ def make_config(args: argparse.Namespace) -> Config:
 
 
 def start_invitro(out: Path) -> tuple[subprocess.Popen[bytes], dict]:
-    """Start the in-vitro web in a child process and wait (bounded) for its ready file."""
+    """Start the in-vitro web in a child process (the demo crawl's target)."""
+    from bench.invitro.process import spawn
+
     folder = out / "invitro"
-    folder.mkdir(parents=True, exist_ok=True)
-    ready = folder / "ready.json"
-    ready.unlink(missing_ok=True)
-    child = subprocess.Popen(
-        [sys.executable, "-m", "bench.invitro", "--hosts", str(DEMO_HOSTS), "--seeds", str(DEMO_HOSTS),
-         "--ready-file", str(ready),
-         "--log", str(folder / "requests.jsonl")],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while not ready.exists():
-        if child.poll() is not None or time.monotonic() > deadline:
-            child.kill()
-            raise SystemExit("crawl: error: the in-vitro web did not start (see its messages above)")
-        time.sleep(0.05)  # polling a child's ready file: there is no event to wait on across processes
-    return child, orjson.loads(ready.read_bytes())
+    try:
+        return spawn(folder, ["--hosts", str(DEMO_HOSTS), "--seeds", str(DEMO_HOSTS),
+                              "--log", str(folder / "requests.jsonl")])
+    except RuntimeError as e:
+        raise SystemExit(f"crawl: error: {e}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -48,6 +48,18 @@ class IllegalTransition(RuntimeError):
     """A visit state was asked to do something its phase forbids: a bug, never retried."""
 
 
+def _varint_at(buf: bytearray, pos: int) -> tuple[int, int]:
+    """The LEB128 length prefix at ``pos`` and the position after it."""
+    n = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        n |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return n, pos
+        shift += 7
+
+
 class PathQueue:
     """A FIFO of byte strings packed into one bytearray: ``varint length`` + bytes per item.
 
@@ -84,15 +96,8 @@ class PathQueue:
     def popleft(self) -> bytes:
         if not self._count:
             raise IndexError("pop from an empty PathQueue")
-        buf, pos = self._buf, self._head
-        n = shift = 0
-        while True:
-            byte = buf[pos]
-            pos += 1
-            n |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                break
-            shift += 7
+        buf = self._buf
+        n, pos = _varint_at(buf, self._head)
         item = bytes(buf[pos : pos + n])
         self._head = pos + n
         self._count -= 1
@@ -108,14 +113,7 @@ class PathQueue:
         """Items in order, without consuming them (for checkpoints and tests)."""
         buf, pos, end = self._buf, self._head, len(self._buf)
         while pos < end:
-            n = shift = 0
-            while True:
-                byte = buf[pos]
-                pos += 1
-                n |= (byte & 0x7F) << shift
-                if byte < 0x80:
-                    break
-                shift += 7
+            n, pos = _varint_at(buf, pos)
             yield bytes(buf[pos : pos + n])
             pos += n
 

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,27 +28,11 @@ import uvloop
 from aiohttp.abc import AbstractResolver
 
 from bench.invitro.model import WebModel, WebParams
-
-
-def cpu_of(pid: int) -> float:
-    """User+system CPU seconds of a live process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from bench.invitro.process import cpu_of, spawn
 
 
 def start_server(folder: Path, hosts: int, extra: list[str]) -> tuple[subprocess.Popen[bytes], dict]:
-    ready = folder / "ready.json"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "bench.invitro", "--hosts", str(hosts), "--ready-file", str(ready),
-         "--stats", str(folder / "stats.json"), "--no-dns", *extra],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while not ready.exists():
-        if child.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("the in-vitro web did not start")
-        time.sleep(0.02)  # a child's ready file: nothing to wait on across processes
-    return child, orjson.loads(ready.read_bytes())
+    return spawn(folder, ["--hosts", str(hosts), "--stats", str(folder / "stats.json"), "--no-dns", *extra])
 
 
 class ModelResolver(AbstractResolver):
