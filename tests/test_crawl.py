@@ -227,3 +227,42 @@ def test_redirects_are_recorded_and_their_targets_enqueued(full_crawl) -> None: 
     assert result.stats["redirects"] == len(redirects)
 
 
+
+
+def test_scope_host_and_max_urls_per_host(tmp_path: Path) -> None:
+    web = WebThread(SMALL_WEB, tmp_path / "requests.jsonl")
+    seeds = web.web.seeds[:3]
+    try:
+        result = run_crawl(
+            tmp_path / "out", seeds, dns=web.web.dns_address,
+            settings=["politeness.host_delay=0.02", "politeness.ip_delay=0", 'scope.mode="host"',
+                      "scope.max_urls_per_host=5"],
+        )
+    finally:
+        log = web.stop()
+    seed_hosts = {s.split("//", 1)[1].split(":", 1)[0] for s in seeds}
+    assert {r.host for r in log} == seed_hosts, "scope=host must keep the crawl on the seed hosts"
+    for host, records in by_key(page_requests(log), "host").items():
+        assert len(records) <= 5, f"{host}: {len(records)} pages fetched, limit 5"
+    assert result.stats["frontier"]["drops"].get("scope", 0) > 0
+
+
+def test_crawl_run_without_seeds_crawls_the_in_vitro_web(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "run", "--out", str(tmp_path / "out"), "--max-seconds", "3",
+         "--set", "politeness.host_delay=0.5"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "in-vitro web" in proc.stderr and "stopped: max_seconds" in proc.stderr
+    import orjson
+
+    stats = orjson.loads((tmp_path / "out" / "stats.json").read_bytes())
+    assert stats["pages"] > 0 and stats["robots"] > 0
+    records = 0
+    for path in (tmp_path / "out" / "warc").glob("*.warc.gz"):
+        with path.open("rb") as f:
+            records += sum(r.rec_type == "response" for r in ArchiveIterator(f))
+    assert records == stats["pages"] + stats["robots"]
+    served = [line for line in (tmp_path / "out" / "invitro" / "requests.jsonl").read_text().splitlines() if line]
+    assert len(served) == records, "the in-vitro child must have been stopped with its log flushed"
