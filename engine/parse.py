@@ -11,6 +11,8 @@ How the body is decoded: the ``encoding`` argument, else a byte-order mark, else
 if the bytes are valid UTF-8 and windows-1252 if not (as browsers do). libxml2 only ever
 sees UTF-8: its iconv decoders stop at the first invalid byte and drop the rest of the
 page, so other encodings are decoded by Python with replacement characters first.
+Non-ASCII in links is always percent-encoded as UTF-8 (browsers use the page's encoding
+for the query of a link on a non-UTF-8 page; servers of such pages are rare and lenient).
 
 Two ways through lxml, chosen per call:
 
@@ -54,7 +56,8 @@ class ParsedPage:
     ``contexts`` is parallel to ``links`` when asked for; ``nofollow`` counts the distinct
     links left out because of ``rel=nofollow`` or ``<meta name=robots content=nofollow>``;
     ``base`` is the URL links were resolved against; ``meta_refresh`` the canonical target
-    of a ``<meta http-equiv=refresh>`` (also in ``links`` unless the page is nofollow).
+    of a ``<meta http-equiv=refresh>`` (also in ``links`` unless the page is nofollow;
+    its context has tag ``meta``). An ``area``'s anchor text is its ``alt``.
     """
 
     links: list[str]
