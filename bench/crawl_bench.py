@@ -77,18 +77,32 @@ def warm_wait_share(stats: dict) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=3, help="runs per variant")
     parser.add_argument("--hosts", type=int, default=2000)
     parser.add_argument("--set", action="append", default=[], help="crawl.toml override for the crawler")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="a crawl.toml override defining one variant; variants alternate run by run")
     parser.add_argument("--web", action="append", default=[], help="extra argument for bench.invitro")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     settings = ["politeness.host_delay=0", "politeness.ip_delay=0", *args.set]
-    runs = [one_run(args.seconds, args.hosts, settings, args.web) for _ in range(args.runs)]
-    medians = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-    result = {"seconds": args.seconds, "hosts": args.hosts, "settings": settings, "runs": runs, "median": medians}
-    for key, value in medians.items():
-        print(f"{key:22} {value:12.2f}")
+    variants = args.variant or [""]
+    runs: dict[str, list[dict]] = {v: [] for v in variants}
+    for _ in range(args.runs):
+        for v in variants:
+            runs[v].append(one_run(args.seconds, args.hosts, settings + ([v] if v else []), args.web))
+    medians = {v: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for v, rs in runs.items()}
+    for v, m in medians.items():
+        print(f"-- {v or 'as configured'} (median of {args.runs})")
+        for key, value in m.items():
+            print(f"{key:22} {value:12.2f}")
+    if len(variants) > 1:
+        base = medians[variants[-1]]
+        for v in variants[:-1]:
+            for key in ("pages_per_second", "pages_per_cpu_second"):
+                print(f"ratio {key} {v} / {variants[-1]}: {medians[v][key] / base[key]:.2f}")
+    result = {"seconds": args.seconds, "hosts": args.hosts, "settings": settings, "runs": runs,
+              "median": medians[variants[0]], "medians": medians}
     if args.json:
         args.json.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
 

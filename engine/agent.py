@@ -35,6 +35,7 @@ from engine.content import decode_body
 from engine.dns import CachingResolver, DnsFailed
 from engine.errors import RemoteError
 from engine.fetch import Fetcher, FetchResult
+from engine.http1 import LeanFetcher
 from engine.parse import extract_links, parse_location
 from engine.robots import RobotsRules
 from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
@@ -152,7 +153,8 @@ class Agent:
             scope=Scope(config.scope.mode, seeds),
         )
         n = config.network
-        self.fetcher = Fetcher(
+        client = LeanFetcher if n.client == "lean" else Fetcher
+        self.fetcher = client(
             user_agent=config.engine.user_agent,
             proxy=n.proxy,
             keepalive=n.keepalive,

@@ -64,6 +64,7 @@ class NetworkConfig:
     total_timeout: float = _doc(60.0, "seconds for a whole request and response")
     max_body_bytes: int = _doc(2 << 20, "response bodies are truncated beyond this size (and marked so in the WARC)")
     keepalive: bool = _doc(False, "reuse connections; off by default so every fetch is one polite access")
+    client: str = _doc("lean", "HTTP client: lean (asyncio + httptools, https through aiohttp) or aiohttp")
 
 
 @dataclass
@@ -227,6 +228,8 @@ def validate(config: Config) -> None:
             raise ConfigError(key, f"must not be negative, got {value}")
     if config.scope.mode not in ("any", "host", "domain"):
         raise ConfigError("scope.mode", f"must be any, host or domain, got {config.scope.mode!r}")
+    if config.network.client not in ("lean", "aiohttp"):
+        raise ConfigError("network.client", f"must be lean or aiohttp, got {config.network.client!r}")
     if config.engine.progress not in ("auto", "line", "log", "off"):
         raise ConfigError("engine.progress", f"must be auto, line, log or off, got {config.engine.progress!r}")
     if not 0 <= config.store.gzip_level <= 9:
