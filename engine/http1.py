@@ -1,7 +1,7 @@
 """A lean HTTP/1.1 client for the fetch seam: ``asyncio.Protocol`` plus llhttp (``httptools``).
 
 Role: a drop-in replacement for :class:`engine.fetch.Fetcher` (same constructor keywords, same
-``fetch(url, ip) -> FetchResult``, same errors) at about a quarter of aiohttp's CPU per request
+``fetch(url, ip) -> FetchResult``, same errors) at about a third of aiohttp's CPU per request
 (``bench/fetch_bench.py``). It serves the fetch step of ARCHITECTURE.md; the policy around it
 (redirects, robots) is unchanged, since it sees the same :class:`FetchResult`.
 
@@ -24,7 +24,9 @@ timer that fires before the current deadline re-arms itself once. Unlike aiohttp
 
 Invariants: a connection serves one exchange at a time; every path out of ``fetch`` either
 pools the connection (response complete, server allowed keep-alive, nothing extra received)
-or aborts its transport, so no socket outlives a failed or cancelled fetch.
+or closes its transport, so no socket outlives a failed or cancelled fetch. A successful fetch
+leaves no reference cycle behind (the parser's is broken when the connection ends): with 300
+fetches in flight, leaving them to the GC cost about 10 µs more per request.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ class _Connection(asyncio.Protocol):
     __slots__ = (
         "fetcher", "loop", "key", "transport", "parser", "waiter", "task", "url", "timer", "deadline",
         "total_deadline", "phase", "timed_out", "limit", "status", "reason", "raw", "in_body", "skip",
-        "chunks", "size", "truncated", "now", "got_bytes", "reusable", "idle_since",
+        "chunks", "size", "truncated", "now", "got_bytes", "reusable", "idle_since", "version",
     )  # fmt: skip
 
     def __init__(self, fetcher: LeanFetcher, key: Address) -> None:
@@ -89,7 +91,10 @@ class _Connection(asyncio.Protocol):
         self.loop = fetcher._loop
         self.key = key
         self.transport: asyncio.Transport | None = None
-        self.parser = httptools.HttpResponseParser(self)
+        # parser -> callbacks -> self -> parser is a reference cycle: connection_lost (or close(),
+        # if never connected) breaks it, so connections are freed by reference counting, not the GC.
+        self.parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
+        self.version = b"1.1"
         self.waiter: asyncio.Future[None] | None = None
         self.task: asyncio.Task[object] | None = None
         self.url = ""
@@ -164,7 +169,9 @@ class _Connection(asyncio.Protocol):
         self.disarm()
         self.reusable = False
         if self.transport is not None:
-            self.transport.abort()
+            self.transport.abort()  # connection_lost follows
+        else:
+            self.parser = None  # never connected, or already lost
 
     def release(self) -> None:
         """Close after a complete response: nothing is left to read or to write."""
@@ -200,6 +207,7 @@ class _Connection(asyncio.Protocol):
             self.got_bytes = True
             self.phase = _BODY
             self.deadline = self.total_deadline  # never earlier than the first-byte deadline
+        assert self.parser is not None  # set from __init__ to connection_lost
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -215,6 +223,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
+        self.parser = None
         self.reusable = False
         self.fetcher._lost(self)
         if self.waiter is None:
@@ -244,8 +253,10 @@ class _Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         if self.waiter is None:
             return
+        assert self.parser is not None
         status = self.parser.get_status_code()
         self.status = status
+        self.version = self.parser.get_http_version().encode()
         if status < 200:
             self.skip = True  # an interim response: the real one follows on the same connection
         else:
@@ -268,6 +279,7 @@ class _Connection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         if self.skip or self.waiter is None:
             return
+        assert self.parser is not None
         self.reusable = self.parser.should_keep_alive()
         self._finish()
 
@@ -429,7 +441,7 @@ class LeanFetcher:
     async def _connect(self, key: Address, url: str) -> _Connection:
         conn = _Connection(self, key)
         conn.url = url
-        conn.task = task = asyncio.current_task()
+        conn.task = task = asyncio.current_task(self._loop)
         assert task is not None
         cancelling = task.cancelling()
         conn.arm(self._loop.time() + self.connect_timeout)
@@ -447,7 +459,8 @@ class LeanFetcher:
         except BaseException:
             conn.close()
             raise
-        conn.task = None  # from here the timer fails the exchange's future, not the task
+        finally:
+            conn.task = None  # from here the timer fails the exchange's future, not the task
         self._connections += 1
         return conn
 
@@ -468,7 +481,7 @@ class LeanFetcher:
         self, conn: _Connection, url: str, ip: str | None, head: bytes, started: float, fetched_at: float
     ) -> FetchResult:
         reason = b" " + conn.reason if conn.reason else b""
-        lines = [b"HTTP/%s %d%s" % (conn.parser.get_http_version().encode(), conn.status, reason)]
+        lines = [b"HTTP/%s %d%s" % (conn.version, conn.status, reason)]
         headers = {}
         for name, value in conn.raw:  # decoded as aiohttp does; the last of repeated names wins
             lower = name.decode("latin-1").lower()

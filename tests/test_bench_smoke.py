@@ -14,6 +14,7 @@ SMOKE = {
     "virtualizer": ["bench.virtualizer_bench", "--items", "100000", "--hosts", "1000"],
     "warc": ["bench.warc_bench", "--pages", "100", "--runs", "1"],
     "parse": ["bench.parse_bench", "--pages", "20", "--repeat", "1"],
+    "fetch": ["bench.fetch_bench", "--seconds", "1", "--rounds", "1", "--workers", "20"],
     "frontier_memory": ["bench.frontier_memory", "--urls", "60000", "--step", "20000", "--hosts", "500",
                         "--workbench-bytes", "65536", "--sieve-bytes", "65536", "--cache-bytes", "65536"],
 }
