@@ -405,26 +405,53 @@ class Agent:
         return None
 
     async def visit_robots(self, vs: VisitState) -> None:
-        url = vs.scheme_authority + "/robots.txt"
+        """Fetch (one hop of) robots.txt; the rules take effect when a final answer arrives.
+
+        RFC 9309: redirects are followed, up to five, one per visit so that each hop is a
+        polite access; network failures are retried with back-off and, when retries run out,
+        mean "unreachable" (disallow all) until the rules expire.
+        """
+        url = vs.scheme_authority + vs.robots_path
         try:
             result = await self.fetcher.fetch(url, vs.ip)
         except RemoteError as e:
             self.stats.errors[f"robots_{e.kind}"] += 1
-            status, body, ended = None, b"", time.monotonic()
+            ended = time.monotonic()
+            vs.retries += 1
+            if vs.retries <= self.config.frontier.max_fetch_retries:
+                backoff = e.retry_after * (1 << (vs.retries - 1))
+                self.frontier.release(vs, ended, host_next=ended + max(vs.host_delay, backoff))
+                return
+            status, body = None, b""
         else:
             self.stats.robots += 1
             self._store(result)
             status, ended = result.status, result.ended
-            body = decode_body(result.body, result.headers.get("content-encoding"), self.config.network.max_body_bytes)
             if status in REDIRECTS:
-                status = 404  # RFC 9309 2.3.1.2: redirects we do not follow leave the rules unavailable
+                moved = self._robots_redirect(vs, result)
+                if moved is not None:
+                    vs.robots_path, vs.robots_hops = moved, vs.robots_hops + 1
+                    self.frontier.release(vs, ended)
+                    return
+                status = 404  # too many hops or another host: the rules are unavailable, RFC 9309 2.3.1.2
+            body = decode_body(result.body, result.headers.get("content-encoding"), self.config.network.max_body_bytes)
         rules = RobotsRules.from_response(
             status, body, self.config.engine.user_agent, max_crawl_delay=self.config.politeness.max_crawl_delay
         )
-        vs.robots = rules
-        vs.robots_expires = ended + self.config.robots.expiry
+        vs.robots, vs.robots_expires = rules, ended + self.config.robots.expiry
+        vs.robots_path, vs.robots_hops, vs.retries = "/robots.txt", 0, 0
         vs.host_delay = max(self.config.politeness.host_delay, rules.crawl_delay or 0.0)
         self.frontier.release(vs, ended)
+
+    @staticmethod
+    def _robots_redirect(vs: VisitState, result: FetchResult) -> str | None:
+        """The path to fetch robots.txt from next, if the redirect stays on the host and within 5 hops."""
+        location = result.headers.get("location")
+        target = parse_location(location, result.url) if location else None
+        if target is None or vs.robots_hops >= 5:
+            return None
+        scheme_authority, path_query = split(target)
+        return path_query if scheme_authority == vs.scheme_authority else None
 
     # -- after a fetch ------------------------------------------------------------------------------
 

@@ -182,6 +182,8 @@ class VisitState:
         "in_entry",
         "refilling",
         "retry_path",
+        "robots_path",
+        "robots_hops",
     )
 
     def __init__(self, id: int, scheme_authority: str, host_delay: float, ranked: bool = False) -> None:
@@ -203,6 +205,8 @@ class VisitState:
         self.in_entry = False  # inside its entry's heap of visit states
         self.refilling = False  # waiting in the distributor's refill queue
         self.retry_path: bytes | None = None  # a URL whose fetch failed, retried before the queue
+        self.robots_path = "/robots.txt"  # where robots.txt is fetched from: a redirect moves it
+        self.robots_hops = 0  # redirects followed so far for this robots.txt
 
     def transition(self, event: str) -> None:
         try:
