@@ -22,10 +22,9 @@ import ipaddress
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
-from aiohttp.abc import AbstractResolver
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from engine.errors import BadResponse, ConnectFailed, ReadTimeout
 
@@ -52,7 +51,7 @@ class FetchResult:
 class PinnedResolver(AbstractResolver):
     """Resolves only IP literals and the address pinned for the current request."""
 
-    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list[dict[str, Any]]:
+    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list[ResolveResult]:
         try:
             address = ipaddress.ip_address(host.strip("[]"))
         except ValueError:
@@ -171,7 +170,7 @@ def _request_head(resp: aiohttp.ClientResponse, url: str, proxied: bool) -> byte
 
 
 def _response_head(resp: aiohttp.ClientResponse) -> bytes:
-    version = resp.version
+    version = resp.version or aiohttp.HttpVersion11
     status_line = f"HTTP/{version.major}.{version.minor} {resp.status} {resp.reason or ''}".rstrip()
     parts = [status_line.encode("latin-1", "replace")]
     for name, value in resp.raw_headers:

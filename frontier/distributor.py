@@ -120,9 +120,9 @@ class Distributor:
         if budget > 0 and self.wants_sieve():
             for item in self.sieve.dequeue(budget):
                 self.from_sieve += 1
-                vs = self._place(item, limit)
-                if vs is not None:
-                    new_hosts.append(vs)
+                created = self._place(item, limit)
+                if created is not None:
+                    new_hosts.append(created)
         return new_hosts
 
     def place_revisit(self, item: bytes) -> VisitState | None:
