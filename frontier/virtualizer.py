@@ -252,27 +252,20 @@ class WorkbenchVirtualizer:
 
     def append(self, key: int, item: bytes) -> None:
         """Queue ``item`` after everything already queued under ``key``."""
-        if self._closed:
-            raise ValueError("the virtualizer is closed")
-        staged = self._staged.get(key)
-        if staged is None:
-            if key not in self._slot_of:
-                self._new_slot(key)
-            staged = self._staged[key] = []
         if type(item) is not bytes:
             item = bytes(item)
-        staged.append(item)
-        self._staged_items += 1
-        self._staged_bytes += len(item) + 4
-        self._appended += 1
-        if self._staged_bytes >= self._buffer_bytes:
-            self.flush()
+        self._staging(key).append(item)
+        self._count_staged(1, len(item))
 
     def append_many(self, key: int, items: Iterable[bytes]) -> None:
         """Queue ``items``, in order, after everything already queued under ``key``."""
         batch = [item if type(item) is bytes else bytes(item) for item in items]
-        if not batch:
-            return
+        if batch:
+            self._staging(key).extend(batch)
+            self._count_staged(len(batch), sum(map(len, batch)))
+
+    def _staging(self, key: int) -> list[bytes]:
+        """The write-buffer list of ``key`` (created, with its slot, on first use)."""
         if self._closed:
             raise ValueError("the virtualizer is closed")
         staged = self._staged.get(key)
@@ -280,10 +273,13 @@ class WorkbenchVirtualizer:
             if key not in self._slot_of:
                 self._new_slot(key)
             staged = self._staged[key] = []
-        staged.extend(batch)
-        self._staged_items += len(batch)
-        self._staged_bytes += sum(map(len, batch)) + 4 * len(batch)
-        self._appended += len(batch)
+        return staged
+
+    def _count_staged(self, items: int, payload: int) -> None:
+        """Account for items just buffered; write the buffer out once it is full."""
+        self._staged_items += items
+        self._staged_bytes += payload + 4 * items
+        self._appended += items
         if self._staged_bytes >= self._buffer_bytes:
             self.flush()
 
