@@ -27,28 +27,26 @@ import dataclasses
 import signal
 import socket
 import time
+from collections.abc import Sequence
 
 from engine import progress
-from engine.addresses import AddressPolicy, is_ip
+from engine.addresses import AddressPolicy
 from engine.config import Config, describe
-from engine.content import decode_body
 from engine.dns import CachingResolver, DnsFailed
 from engine.errors import RemoteError
 from engine.fetch import Fetcher, FetchResult
 from engine.http1 import LeanFetcher
-from engine.parse import extract_links, parse_location
+from engine.parse import parse_location
+from engine.pipeline import REDIRECTS, Pipeline
 from engine.robots import RobotsRules
 from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
 from frontier.frontier import Frontier, FrontierSettings
-from frontier.page import FetchedPage
-from frontier.policy import BreadthFirst, make_policy
+from frontier.page import LinkContext
+from frontier.policy import make_policy
 from frontier.scope import Scope
 from frontier.urls import canonicalize, host_of, split
 from frontier.visit_state import VisitState
 from store.warc import WarcStore
-
-REDIRECTS = frozenset((301, 302, 303, 307, 308))
-HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 
 class TodoRing:
@@ -132,7 +130,6 @@ class Agent:
         seeds = [u for u in (canonicalize(s) for s in seeds) if u is not None]
         self.seeds = seeds
         policy = make_policy(config.engine.policy)
-        self.default_policy = isinstance(policy, BreadthFirst)
         f = config.frontier
         self.frontier = Frontier(
             self.out / "frontier",
@@ -188,6 +185,7 @@ class Agent:
             },
         )
         self.stats = Counters()
+        self.pipeline = Pipeline(config, self.store, self.stats, policy, self.discover, self.frontier.fetched)
         self.todo = TodoRing()
         self.todo_alarm = Alarm()
         self.distributor_alarm = Alarm()
@@ -334,6 +332,10 @@ class Agent:
             self.frontier.retry_resolve(vs)
             self.spawn(self.resolve(vs))
 
+    def discover(self, links: Sequence[str], parent: str, contexts: Sequence[LinkContext] | None) -> None:
+        if self.frontier.discover(links, parent, contexts):
+            self.distributor_alarm.fire()
+
     # -- todo ----------------------------------------------------------------------------------
 
     async def todo_loop(self) -> None:
@@ -391,7 +393,7 @@ class Agent:
         self.frontier.succeeded(vs)
         self.frontier.release(vs, result.ended)
         self.stats.pages += 1
-        self.process(result)
+        self.pipeline.page(result)
         if max_pages and self.stats.pages >= max_pages:
             self.finish("max_pages")
 
@@ -424,8 +426,7 @@ class Agent:
                 return
             status, body = None, b""
         else:
-            self.stats.robots += 1
-            self._store(result)
+            self.pipeline.robots(result)
             status, ended = result.status, result.ended
             if status in REDIRECTS:
                 moved = self._robots_redirect(vs, result)
@@ -434,7 +435,7 @@ class Agent:
                     self.frontier.release(vs, ended)
                     return
                 status = 404  # too many hops or another host: the rules are unavailable, RFC 9309 2.3.1.2
-            body = decode_body(result.body, result.headers.get("content-encoding"), self.config.network.max_body_bytes)
+            body = self.pipeline.body(result)
         rules = RobotsRules.from_response(
             status, body, self.config.engine.user_agent, max_crawl_delay=self.config.politeness.max_crawl_delay
         )
@@ -452,67 +453,6 @@ class Agent:
             return None
         scheme_authority, path_query = split(target)
         return path_query if scheme_authority == vs.scheme_authority else None
-
-    # -- after a fetch ------------------------------------------------------------------------------
-
-    def _store(self, result: FetchResult) -> None:
-        self.store.store_exchange(
-            url=result.url,
-            ip=result.ip if result.ip and is_ip(result.ip) else None,
-            fetched_at=result.fetched_at,
-            request_head=result.request_head,
-            response_head=result.response_head,
-            body=result.body,
-            truncated=result.truncated,
-        )
-        self.stats.stored += 1
-        self.stats.bytes += len(result.body)
-        if result.truncated:
-            self.stats.truncated += 1
-
-    def process(self, result: FetchResult) -> None:
-        """Store the exchange, then follow its redirect or its links."""
-        self._store(result)
-        status = result.status
-        self.stats.statuses[status] += 1
-        frontier = self.frontier
-        if status in REDIRECTS:
-            location = result.headers.get("location")
-            target = parse_location(location, result.url) if location else None
-            if target is not None:
-                self.stats.redirects += 1
-                frontier.discover([target], result.url)
-            return
-        content_type = result.headers.get("content-type", "")
-        is_html = status == 200 and content_type.split(";", 1)[0].strip().lower() in HTML_TYPES
-        if not is_html and self.default_policy:
-            return
-        body = decode_body(result.body, result.headers.get("content-encoding"), self.config.network.max_body_bytes)
-        parsed = None
-        if is_html:
-            policy = frontier.policy
-            parsed = extract_links(
-                body,
-                result.url,
-                content_type=content_type,
-                follow_nofollow=self.config.scope.follow_nofollow,
-                want_context=policy.wants_context,
-                want_document=policy.wants_document,
-            )
-            self.stats.links += len(parsed.links)
-            if frontier.discover(parsed.links, result.url, parsed.contexts):
-                self.distributor_alarm.fire()
-        if not self.default_policy:
-            frontier.fetched(
-                FetchedPage(
-                    url=result.url,
-                    status=status,
-                    headers=result.headers,
-                    body=body,
-                    fetched_at=result.fetched_at,
-                    document=parsed.document if parsed is not None else None,
-                )
-            )
 
 
 def run_agent(config: Config, seeds: list[str]) -> dict:

@@ -43,7 +43,9 @@ class EngineConfig:
     seeds: list[str] = _doc([], "seed URLs (added to those of --seeds FILE)")
     user_agent: str = _doc("crawl/0.1 (BUbiNG-style research crawler)", "User-Agent header and robots.txt agent")
     policy: str = _doc("breadth-first", "crawl policy (frontier/policy.py): breadth-first")
-    progress: str = _doc("auto", "progress display: auto (a line on a terminal, periodic logs otherwise), line, log, off")
+    progress: str = _doc("auto", "progress display: auto (live on a terminal, periodic log lines otherwise), live, log, off")
+    processes: int = _doc(0, "agent processes, each with its own event loop, frontier and WARC files; 0 = one per core")
+    checkpoint_interval: float = _doc(60.0, "seconds between checkpoints of each agent's frontier (also taken on stop)")
 
 
 @dataclass
@@ -111,6 +113,21 @@ class StoreConfig:
 
 
 @dataclass
+class FiltersConfig:
+    schedule: str = _doc("", "filter over discovered URLs before they are queued (frontier/filters.py); empty = all")
+    fetch: str = _doc("", "filter over URLs just before they are fetched; empty = all")
+    parse: str = _doc("", "filter over responses whose links are extracted; empty = all")
+    follow: str = _doc("", "filter over each extracted link before it is discovered; empty = all")
+    store: str = _doc("", "filter over responses written to the WARC files; empty = all")
+
+
+@dataclass
+class ControlConfig:
+    listen: str = _doc("", "HOST:PORT of the control API (GET /status, /metrics; POST /pause ...); empty = off")
+    token: str = _doc("", "bearer token the control API requires; empty = take CRAWL_CONTROL_TOKEN from the environment")
+
+
+@dataclass
 class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
@@ -120,6 +137,8 @@ class Config:
     scope: ScopeConfig = field(default_factory=ScopeConfig)
     frontier: FrontierConfig = field(default_factory=FrontierConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
+    filters: FiltersConfig = field(default_factory=FiltersConfig)
+    control: ControlConfig = field(default_factory=ControlConfig)
 
     @property
     def out_dir(self) -> Path:
@@ -217,6 +236,8 @@ def validate(config: Config) -> None:
     non_negative = {
         "engine.max_pages": config.engine.max_pages,
         "engine.max_seconds": config.engine.max_seconds,
+        "engine.processes": config.engine.processes,
+        "engine.checkpoint_interval": config.engine.checkpoint_interval,
         "politeness.host_delay": config.politeness.host_delay,
         "politeness.ip_delay": config.politeness.ip_delay,
         "politeness.max_crawl_delay": config.politeness.max_crawl_delay,
@@ -230,8 +251,8 @@ def validate(config: Config) -> None:
         raise ConfigError("scope.mode", f"must be any, host or domain, got {config.scope.mode!r}")
     if config.network.client not in ("lean", "aiohttp"):
         raise ConfigError("network.client", f"must be lean or aiohttp, got {config.network.client!r}")
-    if config.engine.progress not in ("auto", "line", "log", "off"):
-        raise ConfigError("engine.progress", f"must be auto, line, log or off, got {config.engine.progress!r}")
+    if config.engine.progress not in ("auto", "live", "log", "off"):
+        raise ConfigError("engine.progress", f"must be auto, live, log or off, got {config.engine.progress!r}")
     if not 0 <= config.store.gzip_level <= 9:
         raise ConfigError("store.gzip_level", f"must be between 0 and 9, got {config.store.gzip_level}")
     for cidr in config.network.allow_networks:

@@ -29,9 +29,9 @@ async def report(agent: Agent, mode: str, stream: TextIO = sys.stderr) -> None:
     """Sample the crawl every second into ``agent.timeline`` and show progress until cancelled.
 
     ``mode``: auto (a line rewritten in place on a terminal, else a log line every 10 s),
-    line, log or off (samples only).
+    live, log or off (samples only).
     """
-    in_place = mode == "line" or (mode == "auto" and stream.isatty())
+    in_place = mode == "live" or (mode == "auto" and stream.isatty())
     every = 1 if in_place else 10
     last_pages, last_time, ticks = 0, time.monotonic(), 0
     try:
