@@ -15,8 +15,15 @@ The tasks and who touches what (BUbiNG's threads, as coroutines of one loop):
   the exchange, extract links and hand them to the frontier. They never touch the sieve
   directly and never wait on another fetcher.
 
+* **exchange** (with several agents): every few tens of milliseconds, writes the links owned
+  by other agents to their spools and reads the links they sent (``engine/link_exchange.py``).
+* **checkpointer**: every ``engine.checkpoint_interval`` seconds, and on stop, makes the
+  frontier, the link positions, the counters and the WARC sizes durable at once
+  (``Frontier.checkpoint``); a restarted agent resumes from there (``engine/resume.py``).
+
 Everything runs on one thread, so frontier calls between two awaits are atomic: the
-workbench grants and takes back the host and IP lease with no await in between.
+workbench grants and takes back the host and IP lease with no await in between. With
+several agents, the IP lease is also taken in the machine-wide table (``engine/ip_table.py``).
 """
 
 from __future__ import annotations
@@ -25,9 +32,14 @@ import asyncio
 import collections
 import dataclasses
 import signal
+import os
 import socket
 import time
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
 
 from engine import progress
 from engine.addresses import AddressPolicy
@@ -36,16 +48,20 @@ from engine.dns import CachingResolver, DnsFailed
 from engine.errors import RemoteError
 from engine.fetch import Fetcher, FetchResult
 from engine.http1 import LeanFetcher
+from engine.ip_table import SharedIpTable
+from engine.link_exchange import Inbox, Outbox
+from engine.ownership import HashRing
 from engine.parse import parse_location
 from engine.pipeline import REDIRECTS, Pipeline
+from engine.resume import InFlightSlots, replay, warc_sizes
 from engine.robots import RobotsRules
 from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
 from frontier.frontier import Frontier, FrontierSettings
 from frontier.page import LinkContext
 from frontier.policy import make_policy
 from frontier.scope import Scope
-from frontier.urls import canonicalize, host_of, split
-from frontier.visit_state import VisitState
+from frontier.urls import canonicalize, fingerprint, host_of, split
+from frontier.visit_state import Phase, VisitState
 from store.warc import WarcStore
 
 
@@ -121,18 +137,39 @@ class Alarm:
 
 
 class Agent:
-    """A whole crawl in one process. ``await Agent(config, seeds).run()`` returns the final stats."""
+    """Agent ``index`` of ``agents``: ``await Agent(config, seeds).run()`` returns its final stats.
 
-    def __init__(self, config: Config, seeds: list[str]) -> None:
+    Its files are ``OUT/agent-I/`` (frontier, checkpoint, stats.json) and ``OUT/warc/PREFIX-aI-*``;
+    with several agents, ``OUT/links/`` (spools) and ``OUT/ip-table`` (made by the supervisor).
+    An agent with a checkpoint in its folder resumes from it. ``channel``, when given, is the
+    supervisor's socket: the agent sends it status lines and takes its commands.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        seeds: list[str],
+        *,
+        index: int = 0,
+        agents: int = 1,
+        channel: socket.socket | None = None,
+        count_restored_pages: bool = True,
+    ) -> None:
         self.config = config
         self.out = config.out_dir
-        self.out.mkdir(parents=True, exist_ok=True)
-        seeds = [u for u in (canonicalize(s) for s in seeds) if u is not None]
-        self.seeds = seeds
+        self.index, self.agents = index, agents
+        self.home = self.out / f"agent-{index}"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.ring = HashRing(agents)
+        self._owners: dict[str, int] = {}
+        all_seeds = [u for u in (canonicalize(s) for s in seeds) if u is not None]
+        self.seeds = [u for u in all_seeds if self.owner(split(u)[0]) == index]
+        self.channel = channel
+        self.count_restored_pages = count_restored_pages
         policy = make_policy(config.engine.policy)
         f = config.frontier
         self.frontier = Frontier(
-            self.out / "frontier",
+            self.home / "frontier",
             FrontierSettings(
                 host_delay=config.politeness.host_delay,
                 ip_delay=config.politeness.ip_delay,
@@ -147,7 +184,7 @@ class Agent:
                 max_fetch_retries=f.max_fetch_retries,
             ),
             policy=policy,
-            scope=Scope(config.scope.mode, seeds),
+            scope=Scope(config.scope.mode, all_seeds),
         )
         n = config.network
         client = LeanFetcher if n.client == "lean" else Fetcher
@@ -171,9 +208,10 @@ class Agent:
             concurrency=d.concurrency,
         )
         self.addresses = AddressPolicy(n.allow_networks)
+        self.warc_prefix = f"{config.store.prefix}-a{index}"
         self.store = WarcStore(
             self.out / "warc",
-            prefix=config.store.prefix,
+            prefix=self.warc_prefix,
             max_file_bytes=config.store.warc_max_bytes,
             gzip_level=config.store.gzip_level,
             info={
@@ -196,6 +234,14 @@ class Agent:
         self.pending_resolves = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self.timeline: list[dict[str, float]] = []
+        self.outbox = Outbox(self.out / "links", index, agents) if agents > 1 else None
+        self.inbox = Inbox(self.out / "links", index, agents) if agents > 1 else None
+        self.ip_table = SharedIpTable(self.out / "ip-table") if agents > 1 else None
+        self.in_flight_slots = InFlightSlots(self.home / "in-flight", config.engine.fetchers)
+        self.skip: set[int] = set()  # fingerprints of URLs stored after the checkpoint resumed from
+        self.resumed: dict[str, float] = {}
+        self.checkpoints = 0
+        self.checkpoint_seconds = 0.0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -205,18 +251,26 @@ class Agent:
             loop.add_signal_handler(sig, self.finish, f"signal {signal.Signals(sig).name}")
         self.stats.started = time.monotonic()
         self._cpu_at_start = cpu_seconds()
+        self.resume()
         self.frontier.discover(self.seeds)
-        fetchers = [asyncio.create_task(self.fetch_loop()) for _ in range(self.config.engine.fetchers)]
+        fetchers = [asyncio.create_task(self.fetch_loop(k)) for k in range(self.config.engine.fetchers)]
         helpers = [
             asyncio.create_task(self.distribute_loop()),
             asyncio.create_task(self.todo_loop()),
-            asyncio.create_task(progress.report(self, self.config.engine.progress)),
+            asyncio.create_task(self.checkpoint_loop()),
+            asyncio.create_task(progress.report(self, "off" if self.channel else self.config.engine.progress)),
         ]
-        if self.config.engine.max_seconds:
+        if self.outbox is not None:
+            helpers.append(asyncio.create_task(self.exchange_loop()))
+        if self.channel is not None:
+            helpers.append(asyncio.create_task(self.channel_loop()))
+        if self.config.engine.max_seconds and self.channel is None:
             loop.call_later(self.config.engine.max_seconds, self.finish, "max_seconds")
         await self.finished.wait()
         self.stopping = True
-        self.todo.close()
+        for vs in self.todo.close():
+            if self.ip_table is not None and vs.ip is not None:
+                self.ip_table.release(vs.ip, time.monotonic())
         # in-flight fetches finish (bounded by the total timeout) so every fetched page is stored
         await asyncio.gather(*fetchers, return_exceptions=True)
         for task in helpers + list(self._tasks):
@@ -234,11 +288,86 @@ class Agent:
     async def close(self) -> dict:
         await self.fetcher.close()
         await self.resolver.aclose()
+        self.checkpoint()
         self.store.close()
         summary = self.summary()
         self.frontier.close()
-        write_json(self.out / "stats.json", summary)
+        if self.outbox is not None:
+            self.outbox.close()
+        if self.ip_table is not None:
+            self.ip_table.close()
+        self.in_flight_slots.close()
+        write_json(self.home / "stats.json", summary)
+        if self.agents == 1 and self.channel is None:
+            write_json(self.out / "stats.json", summary)
         return summary
+
+    # -- checkpoints and resume ------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Make this agent's state durable at once; links owned by others are written first."""
+        started = time.monotonic()
+        if self.outbox is not None:
+            self.outbox.flush()
+        inbox = self.inbox.positions() if self.inbox is not None else {}
+        extra = {
+            "stats": self.stats.as_dict(),
+            "warc": warc_sizes(self.out / "warc", self.warc_prefix),
+            "inbox": {str(k): list(v) for k, v in inbox.items()},
+        }
+        self.frontier.checkpoint(started, extra)
+        if self.inbox is not None:
+            self.inbox.committed(inbox)
+        self.checkpoints += 1
+        self.checkpoint_seconds += time.monotonic() - started
+
+    async def checkpoint_loop(self) -> None:
+        interval = self.config.engine.checkpoint_interval
+        if not interval:
+            return
+        while not self.stopping:
+            await asyncio.sleep(interval)  # a period, not a wait for an event
+            if not self.stopping:
+                self.checkpoint()
+
+    def resume(self) -> None:
+        """Continue from the checkpoint in this agent's folder, if there is one."""
+        started = time.monotonic()
+        to_resolve, extra = self.frontier.restore(started)
+        for vs in to_resolve:
+            self.spawn(self.resolve(vs))
+        if extra:
+            self.stats.restore(extra["stats"])
+            if self.inbox is not None:
+                self.inbox = Inbox(self.out / "links", self.index, self.agents,
+                                   {int(k): (v[0], v[1]) for k, v in extra["inbox"].items()})
+        if not extra and not self.store_has_records():
+            return
+        pages = 0
+        for record in replay(self.out / "warc", self.warc_prefix, extra.get("warc", {}),
+                             follow_nofollow=self.config.scope.follow_nofollow):
+            self.skip.add(fingerprint(record.url))
+            if record.robots:
+                self.stats.robots += 1
+            else:
+                pages += 1
+            self.stats.stored += 1
+            if record.links:
+                self.discover(record.links, record.url, None)
+        self.stats.pages += pages
+        self.reserved_pages = self.stats.pages
+        if self.ip_table is not None and self.count_restored_pages:
+            self.ip_table.add_pages(self.stats.pages)
+        refetch = len(self.in_flight_slots.left_by_crash - self.skip)
+        self.resumed = {
+            "hosts": len(to_resolve),
+            "replayed_records": pages,
+            "in_flight_at_crash": refetch,
+            "seconds": time.monotonic() - started,
+        }
+
+    def store_has_records(self) -> bool:
+        return bool(warc_sizes(self.out / "warc", self.warc_prefix))
 
     def summary(self) -> dict:
         elapsed = time.monotonic() - self.stats.started
@@ -269,6 +398,11 @@ class Agent:
                 "drops": fs.drops,
             },
             "store": dataclasses.asdict(self.store.statistics()),
+            "checkpoints": {"count": self.checkpoints, "seconds": self.checkpoint_seconds},
+            "resumed": self.resumed,
+            "links_sent": self.outbox.links_sent if self.outbox is not None else 0,
+            "links_received": self.inbox.links_received if self.inbox is not None else 0,
+            "agent": self.index,
             "config": describe(self.config),
             "timeline": self.timeline,
         }
@@ -285,7 +419,7 @@ class Agent:
             for vs in frontier.distribute(now):
                 self.spawn(self.resolve(vs))
             self.todo_alarm.fire()
-            if self.in_flight == 0 and self.pending_resolves == 0 and not len(self.todo) and frontier.idle():
+            if self.agents == 1 and self.idle():
                 self.finish("done")
                 return
             wake = time.monotonic() + 1.0
@@ -293,6 +427,16 @@ class Agent:
                 wake = time.monotonic() + max(0.01, frontier.settings.sieve_flush_interval)
             revisit = frontier.next_revisit()
             await self.distributor_alarm.wait(min(wake, revisit) if revisit is not None else wake)
+
+    def idle(self) -> bool:
+        """Nothing to do here: no fetch, DNS lookup, queued URL or unsent link (others may still send some)."""
+        return (
+            self.in_flight == 0
+            and self.pending_resolves == 0
+            and not len(self.todo)
+            and self.frontier.idle()
+            and (self.outbox is None or not self.outbox.pending)
+        )
 
     def spawn(self, coro) -> None:  # type: ignore[no-untyped-def]
         task = asyncio.get_running_loop().create_task(coro)
@@ -332,9 +476,97 @@ class Agent:
             self.frontier.retry_resolve(vs)
             self.spawn(self.resolve(vs))
 
+    def owner(self, scheme_authority: str) -> int:
+        owner = self._owners.get(scheme_authority)
+        if owner is None:
+            if len(self._owners) > 1 << 20:
+                self._owners.clear()
+            owner = self._owners[scheme_authority] = self.ring.owner(host_of(scheme_authority))
+        return owner
+
     def discover(self, links: Sequence[str], parent: str, contexts: Sequence[LinkContext] | None) -> None:
-        if self.frontier.discover(links, parent, contexts):
+        """Links of this agent's hosts go to its frontier, the others to their owners' spools."""
+        if self.outbox is not None:
+            mine: list[str] = []
+            my_contexts: list[LinkContext] | None = [] if contexts is not None else None
+            theirs: dict[int, list[str]] = {}
+            me, owner = self.index, self.owner
+            for i, url in enumerate(links):
+                slash = url.find("/", 8)
+                who = owner(url if slash < 0 else url[:slash])
+                if who == me:
+                    mine.append(url)
+                    if my_contexts is not None:
+                        my_contexts.append(contexts[i])  # type: ignore[index]
+                else:
+                    theirs.setdefault(who, []).append(url)
+            for who, urls in theirs.items():
+                self.outbox.add(who, parent, urls)
+            links, contexts = mine, my_contexts
+        if links and self.frontier.discover(links, parent, contexts):
             self.distributor_alarm.fire()
+
+    async def exchange_loop(self) -> None:
+        """Send buffered links to their owners and take in the links sent here."""
+        assert self.outbox is not None and self.inbox is not None
+        while not self.stopping:
+            self.outbox.flush()
+            received = False
+            for parent, links in self.inbox.poll():
+                received |= bool(self.frontier.discover(links, parent))
+            if received:
+                self.distributor_alarm.fire()
+            await asyncio.sleep(0.05)  # a polling period: spools are files, nothing to wait on
+
+    # -- the supervisor's channel ----------------------------------------------------------
+
+    def status(self) -> dict:
+        """What the supervisor aggregates (progress, end-of-crawl check, control API)."""
+        fs = self.frontier.statistics()
+        return {
+            "agent": self.index,
+            "pid": os.getpid(),
+            "idle": self.idle(),
+            "stats": self.stats.as_dict(),
+            "cpu_seconds": cpu_seconds() - self._cpu_at_start,
+            "rss_bytes": rss_bytes(),
+            "in_flight": self.in_flight,
+            "todo": len(self.todo),
+            "hosts": fs.workbench.visit_states,
+            "ips": fs.workbench.entries,
+            "front": fs.distributor.front,
+            "required_front": fs.distributor.required_front,
+            "workbench_urls": fs.workbench.urls,
+            "workbench_bytes": fs.workbench.bytes,
+            "disk_urls": fs.disk_urls,
+            "sieve_known": fs.sieve_known,
+            "sieve_ready": fs.sieve_ready,
+            "sieve_pending": fs.sieve_pending,
+            "dns_cache": len(self.resolver.cache),
+            "links_out": {str(k): list(v) for k, v in self.outbox.positions().items()} if self.outbox else {},
+            "links_in": {str(k): list(v) for k, v in self.inbox.positions().items()} if self.inbox else {},
+        }
+
+    async def channel_loop(self) -> None:
+        """Send status lines to the supervisor twice a second; obey its commands."""
+        assert self.channel is not None
+        reader, writer = await asyncio.open_connection(sock=self.channel)
+
+        async def send_status() -> None:
+            while True:
+                writer.write(orjson.dumps({"status": self.status()}) + b"\n")
+                await writer.drain()
+                await asyncio.sleep(0.5)  # a reporting period
+
+        sender = asyncio.create_task(send_status())
+        try:
+            while line := await reader.readline():
+                command = orjson.loads(line)
+                if command.get("cmd") == "stop":
+                    self.finish(command.get("reason", "stopped"))
+            self.finish("supervisor gone")
+        finally:
+            sender.cancel()
 
     # -- todo ----------------------------------------------------------------------------------
 
@@ -343,12 +575,17 @@ class Agent:
         while not self.stopping:
             now = time.monotonic()
             while (vs := frontier.acquire(now)) is not None:
+                if self.ip_table is not None and vs.ip is not None:
+                    retry = self.ip_table.try_acquire(vs.ip, now, self.config.politeness.ip_delay)
+                    if retry is not None:  # another agent is fetching from this IP, or just did
+                        frontier.release(vs, now, host_next=vs.next_fetch, ip_next=retry)
+                        continue
                 todo.put(vs)
             await self.todo_alarm.wait(frontier.next_deadline())
 
     # -- fetchers -------------------------------------------------------------------------------
 
-    async def fetch_loop(self) -> None:
+    async def fetch_loop(self, k: int) -> None:
         todo = self.todo
         while not self.stopping:
             vs = todo.get_nowait()
@@ -362,14 +599,24 @@ class Agent:
                 if vs is None:
                     return
             self.in_flight += 1
+            ip = vs.ip
             try:
-                await self.visit(vs)
+                await self.visit(vs, k)
+            except Exception:  # a bug on one page must not silently kill a fetcher and leak its host
+                self.stats.errors["internal"] += 1
+                if self.stats.errors["internal"] <= 10:
+                    traceback.print_exc()
+                if vs.phase is Phase.ACQUIRED:
+                    self.frontier.release(vs, time.monotonic())
+                self.in_flight_slots.done(k)
             finally:
                 self.in_flight -= 1
+                if self.ip_table is not None and ip is not None:
+                    self.ip_table.release(ip, time.monotonic() + self.config.politeness.ip_delay)
                 self.todo_alarm.fire()
                 self.distributor_alarm.fire()
 
-    async def visit(self, vs: VisitState) -> None:
+    async def visit(self, vs: VisitState, k: int = 0) -> None:
         """Fetch robots.txt if due, else the host's next allowed URL; release ``vs`` in every case."""
         if self.stopping:
             self.frontier.release(vs, time.monotonic(), host_next=vs.next_fetch)
@@ -378,15 +625,16 @@ class Agent:
             await self.visit_robots(vs)
             return
         url = self._next_allowed(vs)
-        max_pages = self.config.engine.max_pages
-        if url is None or (max_pages and self.reserved_pages >= max_pages):
+        if url is None or not self.reserve_page():
             self.frontier.release(vs, time.monotonic(), host_next=vs.next_fetch)
             return
-        self.reserved_pages += 1
+        slots = self.in_flight_slots
+        slots.start(k, url)
         try:
             result = await self.fetcher.fetch(url, vs.ip)
         except RemoteError as e:
-            self.reserved_pages -= 1
+            slots.done(k)
+            self.unreserve_page()
             self.stats.errors[e.kind] += 1
             self.frontier.failed(vs, url, time.monotonic(), backoff=e.retry_after, breaks_host=e.breaks_host)
             return
@@ -394,13 +642,39 @@ class Agent:
         self.frontier.release(vs, result.ended)
         self.stats.pages += 1
         self.pipeline.page(result)
-        if max_pages and self.stats.pages >= max_pages:
+        slots.done(k)
+        max_pages = self.config.engine.max_pages
+        if max_pages and self.agents == 1 and self.stats.pages >= max_pages:
             self.finish("max_pages")
 
+    def reserve_page(self) -> bool:
+        """Count a page against ``engine.max_pages`` before fetching it (for all agents together)."""
+        max_pages = self.config.engine.max_pages
+        if not max_pages:
+            return True
+        if self.ip_table is not None:
+            return self.ip_table.reserve_page(max_pages)
+        if self.reserved_pages >= max_pages:
+            return False
+        self.reserved_pages += 1
+        return True
+
+    def unreserve_page(self) -> None:
+        if not self.config.engine.max_pages:
+            return
+        if self.ip_table is not None:
+            self.ip_table.unreserve_page()
+        else:
+            self.reserved_pages -= 1
+
     def _next_allowed(self, vs: VisitState) -> str | None:
-        """Pop URLs until one robots.txt allows; disallowed ones are dropped and counted."""
+        """Pop URLs until one robots.txt allows; disallowed ones are dropped and counted, and so
+        are those a resumed crawl finds already stored."""
         while vs.has_work:
             url = self.frontier.next_url(vs)
+            if self.skip and fingerprint(url) in self.skip:
+                self.skip.discard(fingerprint(url))
+                continue
             if vs.robots.allowed(split(url)[1]):
                 return url
             self.stats.robots_disallowed += 1
@@ -455,12 +729,12 @@ class Agent:
         return path_query if scheme_authority == vs.scheme_authority else None
 
 
-def run_agent(config: Config, seeds: list[str]) -> dict:
-    """Run a crawl to its end on uvloop; returns the summary also written to stats.json."""
+def run_agent(config: Config, seeds: list[str], **role: object) -> dict:
+    """Run an agent to its end on uvloop; returns the summary also written to its stats.json."""
     import uvloop
 
     async def main() -> dict:
-        return await Agent(config, seeds).run()
+        return await Agent(config, seeds, **role).run()  # type: ignore[arg-type]
 
     return uvloop.run(main())
 

@@ -40,6 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dns", help="DNS server HOST:PORT (dns.servers)")
     run.add_argument("--max-pages", type=int, help="stop after N pages (engine.max_pages)")
     run.add_argument("--max-seconds", type=float, help="stop after S seconds (engine.max_seconds)")
+    run.add_argument("--processes", type=int, help="agent processes (engine.processes; 0 = one per core)")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the crawl in the output folder (after a stop, a crash or a reboot); "
+                          "starts a new one if the folder holds none")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a crawl.toml key")
     invitro = commands.add_parser("invitro", help="serve the in-vitro web and its DNS on loopback", add_help=False)
     invitro.add_argument("args", nargs=argparse.REMAINDER)
@@ -61,6 +65,7 @@ def make_config(args: argparse.Namespace) -> Config:
         "network.proxy": args.proxy,
         "engine.max_pages": args.max_pages,
         "engine.max_seconds": args.max_seconds,
+        "engine.processes": args.processes,
     }
     for key, value in flags.items():
         if value is not None:
@@ -83,11 +88,18 @@ def start_invitro(out: Path) -> tuple[subprocess.Popen[bytes], dict]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from engine.supervisor import CrawlFolderError, prepare_folder, supervise
+
     try:
         config = make_config(args)
         seeds = list(config.engine.seeds) + (read_seeds(args.seeds) if args.seeds else [])
+        config.store.dir = str(config.out_dir.resolve())
+        agents, resuming = prepare_folder(config.out_dir, config.engine.processes, args.resume)
     except ConfigError as e:
         sys.stderr.write(f"crawl: config error: {e}\n")
+        return 2
+    except CrawlFolderError as e:
+        sys.stderr.write(f"crawl: error: {e}\n")
         return 2
     child = None
     if not seeds:
@@ -102,18 +114,17 @@ def run(args: argparse.Namespace) -> int:
             f"DNS {web['dns']}) for {config.engine.max_seconds or '-'} s; network.allow_networks += 127.0.0.0/8",
             file=sys.stderr,
         )
-    from engine.agent import run_agent
     from engine.progress import summary_text
 
     try:
-        summary = run_agent(config, seeds)
+        summary, failed = supervise(config, seeds, agents, resuming=resuming)
         print(summary_text(summary), file=sys.stderr)
         print(f"output: {config.out_dir}/warc (WARC files), {config.out_dir}/stats.json", file=sys.stderr)
     finally:
         if child is not None:
             child.send_signal(signal.SIGTERM)
             child.wait(timeout=30)
-    return 0
+    return 1 if failed else 0
 
 
 def invitro(argv: list[str]) -> int:

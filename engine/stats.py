@@ -31,6 +31,18 @@ class Counters:
     todo_wait_seconds: float = 0.0  # fetcher-seconds spent waiting on an empty todo ring
     stop_reason: str = ""
 
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Continue the totals of a checkpoint (``as_dict`` output); times and stop reason restart."""
+        for f in dataclasses.fields(self):
+            if f.name in ("started", "stop_reason", "todo_wait_seconds", "todo_waits") or f.name not in saved:
+                continue
+            if f.name == "statuses":
+                self.statuses.update({int(k): v for k, v in saved["statuses"].items()})
+            elif f.name == "errors":
+                self.errors.update(saved["errors"])
+            else:
+                setattr(self, f.name, saved[f.name])
+
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["statuses"] = {str(k): v for k, v in sorted(self.statuses.items())}

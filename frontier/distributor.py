@@ -80,6 +80,7 @@ class Distributor:
         self.host_to_visit_state: dict[str, VisitState] = {}
         self.refill: deque[VisitState] = deque()
         self._next_id = 0
+        self.not_before = 0.0  # no new host is fetched before this (a resumed crawl's may have been just fetched)
         self.from_sieve = self.to_disk = self.from_disk = 0
         self.dropped_host_limit = 0
         self.dropped_purged = 0
@@ -149,6 +150,9 @@ class Distributor:
         elif vs.phase is Phase.PURGED:
             self.dropped_purged += 1
             return None
+        elif vs.phase is Phase.NEW:  # restored from a checkpoint with nothing queued: resolve it now
+            vs.transition("resolve")
+            created = True
         if count_against_limit:
             if vs.scheduled >= self.max_urls_per_host:
                 self.dropped_host_limit += 1
@@ -165,6 +169,15 @@ class Distributor:
             self._push(vs, entry)
         return vs if created else None
 
+    def restore(self, vs: VisitState, items: list[bytes]) -> None:
+        """Take back a visit state saved by a checkpoint, with its queued entries in order."""
+        self.host_to_visit_state[vs.scheme_authority] = vs
+        self._next_id = max(self._next_id, vs.id)
+        for entry in items:
+            self._push(vs, entry)
+        if vs.on_disk and not len(vs.queue):
+            self.emptied(vs)
+
     def _push(self, vs: VisitState, entry: bytes) -> None:
         if self.ranked:
             self.workbench.push_url(vs, entry[1:], priority=entry[0])
@@ -174,6 +187,7 @@ class Distributor:
     def _new(self, scheme_authority: str) -> VisitState:
         self._next_id += 1
         vs = VisitState(self._next_id, scheme_authority, self.host_delay, ranked=self.ranked)
+        vs.next_fetch = self.not_before
         vs.transition("resolve")
         self.host_to_visit_state[scheme_authority] = vs
         return vs

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import xxhash
 
+from frontier import snapshot
 from frontier.distributor import Distributor, DistributorStatistics
 from frontier.page import FetchedPage, LinkContext
 from frontier.policy import BreadthFirst, CrawlPolicy
@@ -50,6 +51,7 @@ class FrontierSettings:
     front_step: int = 1000
     sieve_flush_interval: float = 1.0
     max_fetch_retries: int = 5
+    fsync: bool = True  # checkpoints survive a power loss, not only a crash
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,15 +81,28 @@ class Frontier:
         scope: Scope | None = None,
     ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
+        self._used_before = any(directory.iterdir())  # then a previous process may have fetched just now
+        self.directory = directory
         self.settings = settings
         self.policy = policy or BreadthFirst()
         self.scope = scope or Scope("any")
         self.ranked = self.policy.ranks_urls
         self._policy_filters = type(self.policy).accept_link is not BreadthFirst.accept_link
         self.cache = UrlCache(settings.url_cache_bytes)
-        self.sieve = MercatorSieve(directory / "sieve", bucket_bytes=settings.sieve_bucket_bytes)
+        # A checkpoint, if there is one, says where the sieve and the virtualizer resume from.
+        self._saved: tuple[dict, bytes] | None = None
+        sieve_from = index_from = None
+        if self.checkpoint_path.exists():
+            meta, index_from, hosts = snapshot.read(self.checkpoint_path)
+            sieve_from, self._saved = meta["sieve"], (meta, hosts)
+        self.sieve = MercatorSieve(
+            directory / "sieve", bucket_bytes=settings.sieve_bucket_bytes, fsync=settings.fsync, resume_from=sieve_from
+        )
         self.virtualizer = WorkbenchVirtualizer(
-            directory / "virtualizer", segment_bytes=settings.virtualizer_segment_bytes
+            directory / "virtualizer",
+            segment_bytes=settings.virtualizer_segment_bytes,
+            fsync=settings.fsync,
+            resume_from=index_from,
         )
         self.workbench = Workbench(settings.ip_delay)
         self.distributor = Distributor(
@@ -109,6 +124,76 @@ class Frontier:
         self._revisits: list[tuple[float, int, bytes]] = []
         self._revisit_seq = itertools.count()
         self._next_flush = 0.0
+
+    # -- checkpoints -------------------------------------------------------------------
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.directory / "checkpoint"
+
+    @property
+    def has_checkpoint(self) -> bool:
+        """A checkpoint exists: :meth:`restore` will resume from it."""
+        return self._saved is not None
+
+    def checkpoint(self, now: float, extra: dict) -> None:
+        """Make the whole frontier durable at once, with the engine's ``extra`` state.
+
+        The sieve and the virtualizer sync their data first; the snapshot file, replaced
+        atomically, is the commit; only then do they delete what the previous one needed.
+        """
+        sieve_state = self.sieve.prepare_checkpoint()
+        index = self.virtualizer.prepare_checkpoint()
+        d = self.distributor
+        meta = {
+            "version": 1,
+            "sieve": sieve_state,
+            "required_front": d.required_front,
+            "counters": {"discovered": self.discovered, "cache_hits": self.cache_hits, "drops": dict(self.drops)},
+            # monotonic instants mean nothing to another process: keep what is left to wait
+            "revisits": [[at - now, data.decode("latin-1")] for at, _, data in self._revisits],
+            "extra": extra,
+        }
+        hosts = snapshot.encode_hosts(d.host_to_visit_state.values(), self.ranked)
+        snapshot.write(self.checkpoint_path, meta, index, hosts, fsync=self.settings.fsync)
+        self.sieve.commit_checkpoint(sieve_state)
+        self.virtualizer.commit_checkpoint(index)
+
+    def restore(self, now: float) -> tuple[list[VisitState], dict]:
+        """Resume from the checkpoint: returns the visit states to resolve and the engine's extra.
+
+        The previous process may have fetched any host or IP just before it died, even with
+        no checkpoint yet, so no host is fetched before ``now`` + its delay, and no IP before
+        ``now`` + the IP delay, unless the directory was empty when opened.
+        """
+        if self._used_before:
+            self.workbench.not_before = now + self.settings.ip_delay
+            self.distributor.not_before = now + self.settings.host_delay
+        if self._saved is None:
+            return [], {}
+        meta, hosts = self._saved
+        self._saved = None
+        d = self.distributor
+        d.required_front = max(d.required_front, meta["required_front"])
+        counters = meta["counters"]
+        self.discovered, self.cache_hits = counters["discovered"], counters["cache_hits"]
+        self.drops.update(counters["drops"])
+        for delay, data in meta["revisits"]:
+            heapq.heappush(self._revisits, (now + delay, next(self._revisit_seq), data.encode("latin-1")))
+        to_resolve = []
+        for saved in snapshot.decode_hosts(hosts):
+            vs = VisitState(saved.id, saved.scheme_authority, saved.host_delay, ranked=self.ranked)
+            vs.scheduled, vs.fetched, vs.on_disk = saved.scheduled, saved.fetched, saved.on_disk
+            vs.next_fetch = now + saved.host_delay
+            d.restore(vs, [] if saved.purged else saved.items)
+            if saved.purged:
+                vs.transition("purge")
+            elif vs.has_work or vs.on_disk:
+                vs.transition("resolve")
+                to_resolve.append(vs)
+            # else it stays NEW until a URL for it arrives (Distributor._place resolves it then)
+        self.resolving += len(to_resolve)
+        return to_resolve, meta["extra"]
 
     # -- step 1: discovery -------------------------------------------------------------
 
@@ -238,10 +323,12 @@ class Frontier:
             path_query = self.workbench.pop_url(vs)
             if not len(vs.queue):
                 self.distributor.emptied(vs)
+        vs.in_flight = path_query
         return vs.scheme_authority + path_query.decode()
 
-    def release(self, vs: VisitState, end: float, *, host_next: float | None = None) -> None:
-        self.workbench.release(vs, end, host_next=host_next)
+    def release(self, vs: VisitState, end: float, *, host_next: float | None = None, ip_next: float | None = None) -> None:
+        vs.in_flight = None
+        self.workbench.release(vs, end, host_next=host_next, ip_next=ip_next)
 
     def failed(self, vs: VisitState, url: str, end: float, *, backoff: float, breaks_host: bool) -> None:
         """A fetch failed remotely: retry the URL after a doubling back-off, then give up."""
@@ -306,5 +393,10 @@ class Frontier:
         )
 
     def close(self) -> None:
-        self.sieve.close()
-        self.virtualizer.close()
+        """Release the files; the last checkpoint stays the state to resume from.
+
+        With none, reopening is like restarting after a crash before the first one. The sieve
+        and the virtualizer never checkpoint alone: without the visit states, their state would
+        lose the URLs held in memory and give those on disk to whichever new host gets the id."""
+        self.sieve.close(checkpoint=False)
+        self.virtualizer.close(checkpoint=False)

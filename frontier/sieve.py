@@ -172,6 +172,7 @@ class MercatorSieve:
         segment_bytes: int = 64 << 20,
         frame_urls: int = 1024,
         fsync: bool = True,
+        resume_from: dict | None = None,
     ) -> None:
         if bucket_bytes < SLOT_BYTES:
             raise ValueError(f"bucket_bytes must be at least {SLOT_BYTES}, got {bucket_bytes}")
@@ -192,7 +193,7 @@ class MercatorSieve:
         for leftover in ("store~", "aux~", "state.json~"):
             (self.directory / leftover).unlink(missing_ok=True)
         self._read_store_header()
-        self._open_ready()
+        self._open_ready(resume_from)
         self._open_aux()
         if self._pending >= self.bucket_slots:
             self.flush()
@@ -358,6 +359,15 @@ class MercatorSieve:
         After a crash the sieve reopens at least at this point: no URL enqueued before it is
         lost, and no URL dequeued before it comes out again. Also deletes consumed segments.
         """
+        self.commit_checkpoint(self.prepare_checkpoint())
+
+    def prepare_checkpoint(self) -> dict:
+        """First half of a checkpoint shared with other state: make everything but the read
+        position durable and return that position, which the caller persists with its own state.
+
+        Until :meth:`commit_checkpoint`, reopening with ``resume_from=`` the returned dict
+        resumes exactly here, and reopening without it resumes at the previous checkpoint.
+        """
         self._check_open()
         self._write_frame()
         if self.fsync:
@@ -368,18 +378,28 @@ class MercatorSieve:
                 _fsync_path(self.directory / "store")
         self._unsynced.clear()
         self._store_unsynced = False
-        self._write_state()
-        for segment in [s for s in self._segment_ends if s < self._read_seg]:
+        return {"version": 1, "read": list(self.ready_offset), "dequeued": self._dequeued}
+
+    def commit_checkpoint(self, state: dict) -> None:
+        """Second half: the caller has persisted ``state``; record it here too and delete the
+        ready segments wholly before it."""
+        self._check_open()
+        self._write_state(state)
+        for segment in [s for s in self._segment_ends if s < state["read"][0]]:
             if self._reader is not None and self._reader[0] == segment:
                 self._close_reader()
             del self._segment_ends[segment]
             self._segment_path(segment).unlink(missing_ok=True)
 
-    def close(self) -> None:
-        """Checkpoint and release the files; reopening the directory continues exactly."""
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Checkpoint and release the files; reopening the directory continues exactly.
+
+        ``checkpoint=False`` leaves the last checkpoint as the state to resume from (the
+        caller owns checkpoints through :meth:`prepare_checkpoint`)."""
         if self._closed:
             return
-        self.checkpoint()
+        if checkpoint:
+            self.checkpoint()
         os.close(self._aux_fd)
         self._aux_fd = -1
         self._close_reader()
@@ -405,9 +425,7 @@ class MercatorSieve:
         if self._closed:
             raise ValueError(f"sieve {self.directory} is closed")
 
-    def _write_state(self) -> None:
-        offset = self.ready_offset
-        state = {"version": 1, "read": list(offset), "dequeued": self._dequeued}
+    def _write_state(self, state: dict) -> None:
         tmp = self.directory / "state.json~"
         with open(tmp, "w") as f:
             json.dump(state, f)
@@ -435,9 +453,12 @@ class MercatorSieve:
             raise SieveCorrupted(f"{path}: {size} bytes for {known} fingerprints")
         self._known, self._ready_seg, self._ready_end, self._aux_consumed, self._flushes = known, segment, end, consumed, flushes
 
-    def _open_ready(self) -> None:
+    def _open_ready(self, resume_from: dict | None) -> None:
         """Cut the ready queue back to its committed end and count the URLs left to read."""
-        segment, offset, index, self._dequeued = _read_state(self.directory / "state.json")
+        if resume_from is None:
+            segment, offset, index, self._dequeued = _read_state(self.directory / "state.json")
+        else:
+            segment, offset, index, self._dequeued = _parse_state(resume_from)
         if (segment, offset) > (self._ready_seg, self._ready_end):
             segment, offset, index = self._ready_seg, self._ready_end, 0
         for path in self.directory.glob("ready.*"):
@@ -746,13 +767,19 @@ def _store_header(known: int, segment: int, end: int, consumed: int, flushes: in
 def _read_state(path: Path) -> tuple[int, int, int, int]:
     """(segment, offset, index, dequeued) from ``state.json``; the start if there is none."""
     try:
-        state = json.loads(path.read_text())
-        segment, offset, index = (int(x) for x in state["read"])
-        return segment, offset, index, int(state["dequeued"])
+        return _parse_state(json.loads(path.read_text()))
     except FileNotFoundError:
         return 0, 0, 0, 0
-    except (ValueError, KeyError, TypeError) as exc:  # written atomically: only a bad disk gets here
+    except ValueError as exc:  # written atomically: only a bad disk gets here
         raise SieveCorrupted(f"{path}: {exc}") from exc
+
+
+def _parse_state(state: dict) -> tuple[int, int, int, int]:
+    try:
+        segment, offset, index = (int(x) for x in state["read"])
+        return segment, offset, index, int(state["dequeued"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SieveCorrupted(f"bad read position {state!r}: {exc}") from exc
 
 
 def _open_or_none(path: Path) -> BinaryIO:

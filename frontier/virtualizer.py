@@ -210,7 +210,7 @@ class WorkbenchVirtualizer:
     """
 
     def __init__(self, directory: Path, *, segment_bytes: int = 64 << 20, buffer_bytes: int = 4 << 20,
-                 fsync: bool = True) -> None:
+                 fsync: bool = True, resume_from: bytes | None = None) -> None:
         if segment_bytes < _HEADER + 4:
             raise ValueError(f"segment_bytes={segment_bytes} is too small")
         self.directory = Path(directory)
@@ -244,7 +244,7 @@ class WorkbenchVirtualizer:
         self._retired: dict[int, int] = {}  # pinned, emptied: deleted at the next checkpoint
         self._appended = self._dequeued = self._removed = self._compactions = 0
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._load()
+        self._load(resume_from)
         self._writer = _SegmentWriter(self, self._new_active_segment)
         self._copier: _SegmentWriter | None = None  # the compaction's writer, while it runs
 
@@ -384,15 +384,31 @@ class WorkbenchVirtualizer:
 
     def checkpoint(self) -> None:
         """Make the current state the one that reopening the directory restores."""
+        self.commit_checkpoint(self.prepare_checkpoint())
+
+    def prepare_checkpoint(self) -> bytes:
+        """First half of a checkpoint shared with other state: write and sync the data, and
+        return the index, which the caller persists with its own state.
+
+        Until :meth:`commit_checkpoint`, nothing the previous checkpoint needs is deleted, so
+        reopening with ``resume_from=`` the returned index restores this instant and reopening
+        without it restores the previous checkpoint.
+        """
         if self._closed:
             raise ValueError("the virtualizer is closed")
         self.flush()
         if self._fsync:
             for segment in self._dirty:
                 os.fsync(self._fds[segment])
+        self._dirty.clear()
+        return self._index_bytes()
+
+    def commit_checkpoint(self, index_bytes: bytes) -> None:
+        """Second half: the caller has persisted ``index_bytes``; make it the directory's own
+        index and delete the segments only earlier checkpoints needed."""
         index, temporary = self.directory / "index", self.directory / "index.tmp"
         with open(temporary, "wb") as f:
-            f.write(self._index_bytes())
+            f.write(index_bytes)
             if self._fsync:
                 f.flush()
                 os.fsync(f.fileno())
@@ -406,18 +422,27 @@ class WorkbenchVirtualizer:
         for segment in self._retired:
             self._segment_path(segment).unlink(missing_ok=True)
         self._retired.clear()
-        self._dirty.clear()
         self._pinned = set(self._order)
 
-    def close(self) -> None:
-        """Checkpoint and release the files. Further calls raise ``ValueError``."""
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Checkpoint and release the files. Further calls raise ``ValueError``.
+
+        ``checkpoint=False`` leaves the last checkpoint as the state to resume from (the
+        caller owns checkpoints through :meth:`prepare_checkpoint`)."""
         if self._closed:
             return
-        self.checkpoint()
+        if checkpoint:
+            self.checkpoint()
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
         self._closed = True
+
+    def __del__(self) -> None:
+        # Like a crash (as the sieve's): give the descriptors back, write nothing.
+        if not getattr(self, "_closed", True):
+            for fd in getattr(self, "_fds", {}).values():
+                os.close(fd)
 
     def compact(self, target_ratio: float = COMPACT_TO) -> bool:
         """Copy live blocks out of the oldest segments until live/disk ≥ ``target_ratio``.
@@ -696,12 +721,14 @@ class WorkbenchVirtualizer:
         data = head + segments.tobytes() + rows.tobytes()
         return data + struct.pack("<I", zlib.crc32(data))
 
-    def _load(self) -> None:
-        """Restore the last checkpoint; delete whatever was written after it."""
+    def _load(self, resume_from: bytes | None) -> None:
+        """Restore the last checkpoint (or ``resume_from``); delete whatever was written after it."""
         (self.directory / "index.tmp").unlink(missing_ok=True)
         index = self.directory / "index"
         listed: dict[int, tuple[int, int]] = {}
-        if index.exists():
+        if resume_from is not None:
+            listed = self._read_index(resume_from)
+        elif index.exists():
             listed = self._read_index(index.read_bytes())
         for path in self.directory.glob("*.seg"):
             try:

@@ -152,6 +152,10 @@ class PriorityPathQueue:
     def __iter__(self):  # type: ignore[no-untyped-def]
         return (item for _, _, item in sorted(self._heap))
 
+    def ranked_items(self) -> list[tuple[int, bytes]]:
+        """(priority, item) in the order they will be popped (for checkpoints)."""
+        return [(priority, item) for priority, _, item in sorted(self._heap)]
+
 
 class VisitState:
     """Per-host crawl state.
@@ -184,6 +188,7 @@ class VisitState:
         "retry_path",
         "robots_path",
         "robots_hops",
+        "in_flight",
     )
 
     def __init__(self, id: int, scheme_authority: str, host_delay: float, ranked: bool = False) -> None:
@@ -207,6 +212,7 @@ class VisitState:
         self.retry_path: bytes | None = None  # a URL whose fetch failed, retried before the queue
         self.robots_path = "/robots.txt"  # where robots.txt is fetched from: a redirect moves it
         self.robots_hops = 0  # redirects followed so far for this robots.txt
+        self.in_flight: bytes | None = None  # the path+query out with a fetcher (kept by checkpoints)
 
     def transition(self, event: str) -> None:
         try:

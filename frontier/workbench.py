@@ -74,6 +74,7 @@ class Workbench:
         self._with_work = 0
         self.urls = 0
         self.bytes = 0
+        self.not_before = 0.0  # no IP is fetched before this (a resumed crawl's IPs may have been just fetched)
 
     # -- attaching hosts ---------------------------------------------------------------
 
@@ -82,6 +83,7 @@ class Workbench:
         entry = self.address_to_entry.get(ip)
         if entry is None:
             entry = self.address_to_entry[ip] = WorkbenchEntry(ip)
+            entry.next_fetch = self.not_before
         vs.ip = ip
         vs.entry = entry
         entry.hosts += 1

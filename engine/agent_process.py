@@ -1,0 +1,42 @@
+"""One agent process: ``python -m engine.agent_process OUT INDEX FD [--count-restored-pages]``.
+
+Started by the supervisor (``engine/supervisor.py``), never by hand. It reads the crawl's
+manifest (``OUT/crawl.json``: agents, configuration, seeds), runs agent ``INDEX`` on uvloop,
+and talks to the supervisor over the socket inherited as file descriptor ``FD``. It exits 0
+after a clean stop; anything else makes the supervisor restart it, and the restarted agent
+resumes from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+from pathlib import Path
+
+import orjson
+
+from engine.agent import run_agent
+from engine.config import Config, apply, validate
+from engine.supervisor import MANIFEST
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine.agent_process")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("index", type=int)
+    parser.add_argument("fd", type=int)
+    parser.add_argument("--count-restored-pages", action="store_true",
+                        help="add the pages of a resumed checkpoint to the crawl's shared page count")
+    args = parser.parse_args(argv)
+    manifest = orjson.loads((args.out / MANIFEST).read_bytes())
+    config = Config()
+    apply(config, manifest["config"], str(args.out / MANIFEST))
+    validate(config)
+    channel = socket.socket(fileno=args.fd)
+    run_agent(config, manifest["seeds"], index=args.index, agents=manifest["agents"], channel=channel,
+              count_restored_pages=args.count_restored_pages)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

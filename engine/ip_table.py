@@ -1,0 +1,129 @@
+"""IP politeness across the agent processes of one machine: a shared table of IP slots.
+
+Hosts have one owner, so each agent keeps the host delay on its own; but hosts that share an
+IP may belong to different agents, and the IP delay must hold for the whole machine. Each IP
+hashes to a 16-byte slot of a shared file (``next`` allowed fetch start on the monotonic clock,
+which all processes of a boot share, and the ``pid`` of the agent fetching from it now). An
+agent fetches from an IP only while it holds an ``fcntl`` lock on that slot's byte, taken with
+``try_acquire`` and given back by ``release`` with the next allowed instant.
+
+Why these choices:
+
+* **fcntl record locks** are released by the kernel when a process dies, so a ``kill -9`` in
+  the middle of a fetch never leaves an IP locked. The ``pid`` field tells the next taker that
+  the previous holder died mid-fetch; it then waits the IP delay from that moment, since the
+  dead fetch ended at the latest when it was noticed.
+* **Hash collisions** make two IPs share a slot; that only makes politeness stricter. With
+  2^20 slots and 100,000 IPs the cost is a few thousand IP pairs waiting on each other.
+* **fcntl locks belong to the process**, not to a coroutine: a slot already held by this
+  process (two colliding IPs) is reported busy, never taken twice.
+
+Slot 0 holds the crawl's page counter, so that ``engine.max_pages`` is exact across agents.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+import struct
+from pathlib import Path
+
+import xxhash
+
+SLOT = struct.Struct("<dq")  # next allowed start (monotonic seconds), pid fetching now (0: none)
+SLOTS = 1 << 20
+BUSY_RETRY = 0.05  # seconds before asking again for an IP another agent is fetching from
+
+
+class SharedIpTable:
+    """One per agent process, all opened on the same file (the supervisor creates it)."""
+
+    def __init__(self, path: Path, *, slots: int = SLOTS) -> None:
+        self.slots = slots
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        size = SLOT.size * (slots + 1)
+        if os.fstat(self._fd).st_size < size:
+            os.ftruncate(self._fd, size)  # sparse: pages appear as IPs are used
+        self._map = mmap.mmap(self._fd, size)
+        self._pid = os.getpid()
+        self._held: set[int] = set()
+
+    @staticmethod
+    def create(path: Path, *, slots: int = SLOTS) -> None:
+        """A fresh table: monotonic instants from an earlier boot or crawl mean nothing."""
+        with open(path, "wb") as f:
+            f.truncate(SLOT.size * (slots + 1))
+
+    def _slot(self, ip: str) -> int:
+        return 1 + xxhash.xxh3_64_intdigest(ip.encode()) % self.slots
+
+    def _lock(self, slot: int, blocking: bool) -> bool:
+        flags = fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB
+        try:
+            fcntl.lockf(self._fd, flags, 1, slot * SLOT.size)
+        except (BlockingIOError, PermissionError):
+            return False
+        return True
+
+    def _unlock(self, slot: int) -> None:
+        fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, slot * SLOT.size)
+
+    def try_acquire(self, ip: str, now: float, delay: float) -> float | None:
+        """Take ``ip`` for one fetch (None), or say when to ask again (a monotonic instant)."""
+        slot = self._slot(ip)
+        if slot in self._held or not self._lock(slot, blocking=False):
+            return now + max(delay, BUSY_RETRY)
+        offset = slot * SLOT.size
+        next_allowed, pid = SLOT.unpack_from(self._map, offset)
+        if pid:  # its holder died in the middle of a fetch, which ended by now at the latest
+            next_allowed = max(next_allowed, now + delay)
+            SLOT.pack_into(self._map, offset, next_allowed, 0)
+        if next_allowed > now:
+            self._unlock(slot)
+            return next_allowed
+        SLOT.pack_into(self._map, offset, next_allowed, self._pid)
+        self._held.add(slot)
+        return None
+
+    def release(self, ip: str, next_allowed: float) -> None:
+        """The fetch from ``ip`` is over: nobody may start one before ``next_allowed``."""
+        slot = self._slot(ip)
+        if slot not in self._held:
+            return
+        offset = slot * SLOT.size
+        SLOT.pack_into(self._map, offset, max(next_allowed, SLOT.unpack_from(self._map, offset)[0]), 0)
+        self._held.discard(slot)
+        self._unlock(slot)
+
+    def reserve_page(self, limit: int) -> bool:
+        """Count one more page towards ``limit`` for the whole crawl; False once it is reached."""
+        self._lock(0, blocking=True)  # a few instructions inside; its holder never waits
+        try:
+            pages = SLOT.unpack_from(self._map, 0)[1]
+            if pages >= limit:
+                return False
+            SLOT.pack_into(self._map, 0, 0.0, pages + 1)
+            return True
+        finally:
+            self._unlock(0)
+
+    def unreserve_page(self) -> None:
+        """A reserved page was not fetched after all."""
+        self.add_pages(-1)
+
+    def add_pages(self, n: int) -> None:
+        """Count ``n`` pages (a resumed agent's earlier ones), or take back ``-n``."""
+        self._lock(0, blocking=True)
+        try:
+            pages = SLOT.unpack_from(self._map, 0)[1]
+            SLOT.pack_into(self._map, 0, 0.0, max(0, pages + n))
+        finally:
+            self._unlock(0)
+
+    def pages(self) -> int:
+        return SLOT.unpack_from(self._map, 0)[1]
+
+    def close(self) -> None:
+        self._map.close()
+        os.close(self._fd)  # releases every lock this process still holds

@@ -1,0 +1,192 @@
+"""Links between agents: an append-only spool file per (sender, receiver) pair.
+
+A parsed link whose host another agent owns goes into this agent's :class:`Outbox`, which
+buffers it and, every few tens of milliseconds or when the buffer is full, appends the batch
+to the spool ``links/SSS-RRR/NNNNNNNN`` with one ``write``. The receiver's :class:`Inbox`
+polls its spools and reads the complete frames past its position. Why files, not sockets:
+
+* **Parsing never blocks and memory stays bounded.** A write to the page cache costs
+  microseconds whatever the receiver is doing; a receiver that is slow, restarting or dead
+  (BUbiNG #12: a blocking exchange stalled whole crawls) only lets its spool grow on disk.
+* **Nothing is lost across crashes.** What a sender wrote survives its death. A receiver
+  checkpoints its read positions with its frontier and, after a restart, reads again from
+  there; links it had read but not yet made durable come back, and its sieve drops the
+  ones it already knew. Links still in a sender's buffer when it dies come from pages
+  stored after its last checkpoint (it flushes before each), and the sender's resume
+  re-discovers those pages' links from its WARC files.
+* **Termination is checkable.** The sender's write position and the receiver's read position
+  of each spool are plain numbers; when they are equal everywhere and every agent is idle,
+  the crawl is over.
+
+A frame is ``u32 length | u32 crc32 | payload``, the payload ``orjson([parent, [links]])``.
+A spool is cut into segments of ``segment_bytes``; a receiver deletes the segments before its
+checkpointed position. A sender that restarts cuts its last segment after the last complete
+frame (a torn frame is never read, since its CRC fails or it is short) before writing again.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+FRAME = struct.Struct("<II")
+SEGMENT_BYTES = 64 << 20
+READ_CHUNK = 1 << 20
+
+Position = tuple[int, int]  # (segment, byte offset)
+
+
+def spool_dir(root: Path, sender: int, receiver: int) -> Path:
+    return root / f"{sender:03d}-{receiver:03d}"
+
+
+def _segments(folder: Path) -> list[int]:
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) if folder.exists() else []
+
+
+def _frames(data: bytes) -> tuple[list[tuple[str, list[str]]], int]:
+    """The complete, intact frames at the start of ``data``, and the bytes they span."""
+    records: list[tuple[str, list[str]]] = []
+    pos, end = 0, len(data)
+    while pos + FRAME.size <= end:
+        length, crc = FRAME.unpack_from(data, pos)
+        stop = pos + FRAME.size + length
+        if stop > end:
+            break
+        payload = data[pos + FRAME.size : stop]
+        if zlib.crc32(payload) != crc:
+            break  # a torn tail its sender will cut when it restarts
+        parent, links = orjson.loads(payload)
+        records.append((parent, links))
+        pos = stop
+    return records, pos
+
+
+class Outbox:
+    """The sending side of one agent: a buffer and a spool per other agent."""
+
+    def __init__(self, root: Path, me: int, agents: int, *, segment_bytes: int = SEGMENT_BYTES,
+                 buffer_bytes: int = 1 << 20) -> None:
+        self.me = me
+        self.segment_bytes = segment_bytes
+        self.buffer_bytes = buffer_bytes
+        self._buffers: dict[int, list[bytes]] = {}
+        self._buffered: dict[int, int] = {}
+        self._files: dict[int, tuple[int, int, int]] = {}  # receiver -> (segment, fd, size)
+        self._folders = {r: spool_dir(root, me, r) for r in range(agents) if r != me}
+        self.links_sent = 0
+        for receiver, folder in self._folders.items():
+            folder.mkdir(parents=True, exist_ok=True)
+            segments = _segments(folder)
+            self._open(receiver, segments[-1] if segments else 1, repair=bool(segments))
+
+    def _open(self, receiver: int, segment: int, *, repair: bool) -> None:
+        path = self._folders[receiver] / f"{segment:08d}"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        size = os.fstat(fd).st_size
+        if repair and size:
+            good = _frames(os.pread(fd, size, 0))[1]
+            if good < size:
+                os.ftruncate(fd, good)
+                size = good
+        self._files[receiver] = (segment, fd, size)
+
+    def add(self, receiver: int, parent: str, links: Sequence[str]) -> None:
+        payload = orjson.dumps((parent, links))
+        self._buffers.setdefault(receiver, []).append(FRAME.pack(len(payload), zlib.crc32(payload)) + payload)
+        self._buffered[receiver] = self._buffered.get(receiver, 0) + FRAME.size + len(payload)
+        self.links_sent += len(links)
+        if self._buffered[receiver] >= self.buffer_bytes:
+            self._write(receiver)
+
+    def flush(self) -> None:
+        """Write every buffered frame (called every few tens of ms, and before a checkpoint)."""
+        for receiver in list(self._buffers):
+            self._write(receiver)
+
+    def _write(self, receiver: int) -> None:
+        frames = self._buffers.pop(receiver, None)
+        self._buffered.pop(receiver, None)
+        if not frames:
+            return
+        segment, fd, size = self._files[receiver]
+        if size >= self.segment_bytes:
+            os.close(fd)
+            self._open(receiver, segment + 1, repair=False)
+            segment, fd, size = self._files[receiver]
+        data = b"".join(frames)
+        os.write(fd, data)  # O_APPEND regular file: all of it, or an error
+        self._files[receiver] = (segment, fd, size + len(data))
+
+    def positions(self) -> dict[int, Position]:
+        """Where each spool ends, as written (for the supervisor's end-of-crawl check)."""
+        return {r: (segment, size) for r, (segment, _, size) in self._files.items()}
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._buffers)
+
+    def close(self) -> None:
+        self.flush()
+        for _, fd, _ in self._files.values():
+            os.close(fd)
+        self._files.clear()
+
+
+class Inbox:
+    """The receiving side of one agent: a read position per sender."""
+
+    def __init__(self, root: Path, me: int, agents: int, positions: dict[int, Position] | None = None) -> None:
+        self._folders = {s: spool_dir(root, s, me) for s in range(agents) if s != me}
+        self._positions: dict[int, Position] = {}
+        for sender, folder in self._folders.items():
+            folder.mkdir(parents=True, exist_ok=True)
+            segments = _segments(folder)
+            start = (segments[0] if segments else 1, 0)
+            self._positions[sender] = (positions or {}).get(sender, start)
+        self.links_received = 0
+
+    def poll(self, max_bytes: int = READ_CHUNK) -> list[tuple[str, list[str]]]:
+        """Every complete frame past the read positions (up to about ``max_bytes`` per sender)."""
+        out: list[tuple[str, list[str]]] = []
+        for sender, folder in self._folders.items():
+            segment, offset = self._positions[sender]
+            while True:
+                path = folder / f"{segment:08d}"
+                try:
+                    with open(path, "rb") as f:
+                        f.seek(offset)
+                        data = f.read(max_bytes)
+                except FileNotFoundError:
+                    data = b""
+                records, used = _frames(data)
+                out += records
+                offset += used
+                if used < len(data) or used == max_bytes:
+                    break  # a partial frame being written, or more to read next time
+                if not (folder / f"{segment + 1:08d}").exists():
+                    break
+                # the sender moved on, so this segment is complete: finish it, then go on
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    records, used = _frames(f.read())
+                out += records
+                segment, offset = segment + 1, 0
+            self._positions[sender] = (segment, offset)
+        self.links_received += sum(len(links) for _, links in out)
+        return out
+
+    def positions(self) -> dict[int, Position]:
+        return dict(self._positions)
+
+    def committed(self, positions: dict[int, Position]) -> None:
+        """``positions`` are durable (in a checkpoint): delete the segments wholly before them."""
+        for sender, (segment, _) in positions.items():
+            for number in _segments(self._folders[sender]):
+                if number < segment:
+                    (self._folders[sender] / f"{number:08d}").unlink(missing_ok=True)

@@ -1,0 +1,327 @@
+"""The parent process of ``crawl run``: one agent process per core, watched, restarted, added up.
+
+The supervisor writes the crawl's manifest (``OUT/crawl.json``: the number of agents, the
+configuration, the seeds), creates the machine-wide IP table (``engine/ip_table.py``) and
+starts the agents (``python -m engine.agent_process``), each with a socket to it. Over that
+socket every agent sends its status twice a second and takes commands (``stop``). The
+supervisor
+
+* **adds up** the agents' statuses into the crawl's progress, its timeline and, at the end,
+  ``OUT/stats.json`` (each agent also writes its own ``OUT/agent-I/stats.json``);
+* **detects the end** of the crawl: every agent idle and every link spool read to its end,
+  twice in a row (an agent alone ends by itself);
+* **forwards signals**: SIGTERM or SIGINT becomes a ``stop`` to every agent, which finishes its
+  fetches, checkpoints and exits;
+* **restarts an agent that dies** (killed, or crashed); it resumes from its own checkpoint
+  while the others go on. An agent dying over and over (``MAX_RESTARTS`` within a minute) stops
+  the crawl with an error, which systemd's ``Restart=on-failure`` then retries whole;
+* **speaks systemd's notify protocol** (``engine/sdnotify.py``): READY, STATUS, WATCHDOG, STOPPING.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from engine.config import Config, describe
+from engine.ip_table import SharedIpTable
+from engine.sdnotify import Notifier
+from engine.stats import cpu_seconds, rss_bytes, write_json
+
+MANIFEST = "crawl.json"
+MAX_RESTARTS = 5  # within RESTART_WINDOW seconds, per agent
+RESTART_WINDOW = 60.0
+TICK = 0.5  # seconds between two looks at the agents' statuses
+
+
+class CrawlFolderError(Exception):
+    """The output folder holds another crawl, or one started with a different number of agents."""
+
+
+def default_processes() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def prepare_folder(out: Path, processes: int, resume: bool) -> tuple[int, bool]:
+    """Check the output folder; returns (agents, resuming)."""
+    manifest = out / MANIFEST
+    if not manifest.exists():
+        return processes or default_processes(), False
+    if not resume:
+        raise CrawlFolderError(f"{out} holds a crawl: add --resume to continue it, or choose another --out")
+    agents = int(orjson.loads(manifest.read_bytes())["agents"])
+    if processes and processes != agents:
+        raise CrawlFolderError(f"the crawl in {out} runs {agents} agents; resume it with --processes {agents} (or none)")
+    return agents, True
+
+
+@dataclass
+class AgentProcess:
+    index: int
+    process: asyncio.subprocess.Process | None = None
+    writer: asyncio.StreamWriter | None = None
+    status: dict[str, Any] | None = None
+    fresh: int = 0  # statuses received since the supervisor last looked
+    deaths: deque[float] = field(default_factory=deque)
+    restarts: int = 0
+    exited: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Supervisor:
+    def __init__(self, config: Config, seeds: list[str], agents: int, *, resuming: bool,
+                 notifier: Notifier | None = None) -> None:
+        self.config = config
+        self.seeds = seeds
+        self.out = config.out_dir
+        self.resuming = resuming
+        self.notifier = notifier or Notifier()
+        self.agents = [AgentProcess(i) for i in range(agents)]
+        self.stopping = False
+        self.stop_reason = ""
+        self.failed = False
+        self.timeline: list[dict[str, float]] = []
+        self._quiet_ticks = 0
+        self._ready_sent = False
+        self.startup_seconds = 0.0
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def run(self) -> dict:
+        """Run the crawl to its end; returns the summary written to ``OUT/stats.json``."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        write_json(self.out / MANIFEST, {"version": 1, "agents": len(self.agents), "config": describe(self.config),
+                                         "seeds": self.seeds})
+        if len(self.agents) > 1:
+            SharedIpTable.create(self.out / "ip-table")
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.stop, f"signal {signal.Signals(sig).name}")
+        self.started = time.monotonic()  # until every agent runs; then the crawl's clock starts
+        self._cpu_at_start = cpu_seconds()
+        watchers = [asyncio.create_task(self.keep(agent)) for agent in self.agents]
+        ticker = asyncio.create_task(self.tick_loop())
+        await asyncio.gather(*watchers)
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        self.notifier.notify("STOPPING=1", f"STATUS=stopped: {self.stop_reason}")
+        summary = self.summary()
+        write_json(self.out / "stats.json", summary)
+        return summary
+
+    def stop(self, reason: str) -> None:
+        """Ask every agent to finish (idempotent; the first reason is kept)."""
+        if self.stopping:
+            return
+        self.stopping, self.stop_reason = True, reason
+        self.notifier.notify("STOPPING=1", f"STATUS=stopping: {reason}")
+        for agent in self.agents:
+            self.send(agent, {"cmd": "stop", "reason": reason})
+
+    def send(self, agent: AgentProcess, command: dict) -> None:
+        if agent.writer is not None and not agent.writer.is_closing():
+            agent.writer.write(orjson.dumps(command) + b"\n")
+
+    # -- one agent -------------------------------------------------------------------------
+
+    async def keep(self, agent: AgentProcess) -> None:
+        """Run agent ``agent.index`` until the crawl stops, restarting it when it dies."""
+        fresh = True
+        while True:
+            code = await self.start_and_wait(agent, fresh)
+            fresh = False
+            if self.stopping or code == 0:
+                return
+            now = time.monotonic()
+            agent.deaths.append(now)
+            while agent.deaths and agent.deaths[0] < now - RESTART_WINDOW:
+                agent.deaths.popleft()
+            print(f"crawl: agent {agent.index} died (exit status {code}); restarting it", file=sys.stderr)
+            if len(agent.deaths) > MAX_RESTARTS:
+                print(f"crawl: agent {agent.index} died {len(agent.deaths)} times in {RESTART_WINDOW:.0f} s; "
+                      "stopping the crawl", file=sys.stderr)
+                self.failed = True
+                self.stop("agent failing")
+                return
+            agent.restarts += 1
+
+    async def start_and_wait(self, agent: AgentProcess, fresh: bool) -> int:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with theirs:
+            args = [sys.executable, "-m", "engine.agent_process", str(self.out), str(agent.index), str(theirs.fileno())]
+            if fresh:  # the IP table, with its page count, is new: count the pages of a resumed crawl
+                args.append("--count-restored-pages")
+            agent.process = await asyncio.create_subprocess_exec(*args, pass_fds=(theirs.fileno(),))
+        reader, agent.writer = await asyncio.open_connection(sock=mine)
+        if self.stopping:
+            self.send(agent, {"cmd": "stop", "reason": self.stop_reason})
+        listener = asyncio.create_task(self.listen(agent, reader))
+        code = await agent.process.wait()
+        listener.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listener
+        agent.writer.close()
+        agent.writer, agent.status = None, None
+        return code
+
+    async def listen(self, agent: AgentProcess, reader: asyncio.StreamReader) -> None:
+        while line := await reader.readline():
+            message = orjson.loads(line)
+            if "status" in message:
+                agent.status = message["status"]
+                agent.fresh += 1
+
+    # -- the periodic look -------------------------------------------------------------------
+
+    async def tick_loop(self) -> None:
+        last_sample = last_status = 0.0
+        watchdog = self.notifier.watchdog_interval
+        last_watchdog = 0.0
+        while True:
+            await asyncio.sleep(TICK)  # a sampling period
+            now = time.monotonic()
+            statuses = [a.status for a in self.agents]
+            if all(s is not None for s in statuses):
+                if not self._ready_sent:
+                    self.crawling()
+                self.check_end()
+            if now - last_sample >= 1.0:
+                last_sample = now
+                self.timeline.append(self.sample(now))
+                if now - last_status >= 10.0:
+                    last_status = now
+                    self.report(self.timeline[-1])
+            if watchdog is not None and now - last_watchdog >= watchdog:
+                last_watchdog = now
+                self.notifier.notify("WATCHDOG=1")
+
+    def crawling(self) -> None:
+        """Every agent runs: start the crawl's clock (engine.max_seconds counts from here) and say so."""
+        self._ready_sent = True
+        self.startup_seconds = time.monotonic() - self.started
+        self.started = time.monotonic()
+        if self.config.engine.max_seconds:
+            asyncio.get_running_loop().call_later(self.config.engine.max_seconds, self.stop, "max_seconds")
+        self.notifier.notify("READY=1", f"STATUS=crawling with {len(self.agents)} agents")
+
+    def check_end(self) -> None:
+        """Stop when every agent is idle and every spool read to its end, on two looks in a row."""
+        if self.stopping:
+            return
+        statuses = [a.status for a in self.agents]
+        assert all(s is not None for s in statuses)
+        max_pages = self.config.engine.max_pages
+        if max_pages and sum(s["stats"]["pages"] for s in statuses) >= max_pages:  # type: ignore[index]
+            self.stop("max_pages")
+            return
+        if not all(a.fresh for a in self.agents):
+            return  # wait until every agent has spoken since the last look
+        for agent in self.agents:
+            agent.fresh = 0
+        quiet = all(s["idle"] for s in statuses) and all(  # type: ignore[index]
+            statuses[receiver]["links_in"].get(str(sender)) == position  # type: ignore[index]
+            for sender, s in enumerate(statuses)
+            for receiver_key, position in s["links_out"].items()  # type: ignore[index]
+            for receiver in (int(receiver_key),)
+        )
+        self._quiet_ticks = self._quiet_ticks + 1 if quiet else 0
+        if self._quiet_ticks >= 2:
+            self.stop("done")
+
+    def sample(self, now: float) -> dict[str, float]:
+        statuses = [a.status for a in self.agents if a.status is not None]
+
+        def total(key: str) -> float:
+            return sum(s[key] for s in statuses)
+
+        return {
+            "t": now - self.started,
+            "pages": sum(s["stats"]["pages"] for s in statuses),
+            "bytes": sum(s["stats"]["bytes"] for s in statuses),
+            "cpu": total("cpu_seconds") + cpu_seconds() - self._cpu_at_start,
+            "rss": total("rss_bytes") + rss_bytes(),
+            "front": total("front"),
+            "required_front": total("required_front"),
+            "todo": total("todo"),
+            "in_flight": total("in_flight"),
+            "todo_wait_seconds": sum(s["stats"]["todo_wait_seconds"] for s in statuses),
+            "hosts": total("hosts"),
+        }
+
+    def report(self, sample: dict[str, float]) -> None:
+        line = (f"{sample['t']:6.0f}s  pages {sample['pages']:,.0f}  {sample['bytes'] / 1e6:,.1f} MB  "
+                f"hosts {sample['hosts']:,.0f}  front {sample['front']:,.0f}  agents {len(self.agents)}")
+        self.notifier.notify(f"STATUS={line.strip()}")
+        if self.config.engine.progress != "off":
+            print(line, file=sys.stderr)
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def summary(self) -> dict:
+        """The agents' own summaries added up, with the supervisor's clock and CPU."""
+        parts = []
+        for agent in self.agents:
+            path = self.out / f"agent-{agent.index}" / "stats.json"
+            if path.exists():
+                parts.append(orjson.loads(path.read_bytes()))
+        elapsed = time.monotonic() - self.started
+        total = add_up([{k: v for k, v in p.items() if k not in _NOT_ADDED} for p in parts])
+        cpu = total.get("cpu_seconds", 0.0) + cpu_seconds() - self._cpu_at_start
+        pages = total.get("pages", 0)
+        reasons = sorted({p.get("stop_reason", "") for p in parts} - {""})
+        return {
+            **total,
+            "stop_reason": self.stop_reason or ", ".join(reasons),
+            "elapsed_seconds": elapsed,
+            "cpu_seconds": cpu,
+            "pages_per_second": pages / elapsed if elapsed else 0.0,
+            "pages_per_cpu_second": pages / cpu if cpu else 0.0,
+            "rss_bytes": total.get("rss_bytes", 0) + rss_bytes(),
+            "processes": len(self.agents),
+            "startup_seconds": self.startup_seconds,
+            "restarts": sum(a.restarts for a in self.agents),
+            "agents": [{k: v for k, v in p.items() if k not in ("timeline", "config")} for p in parts],
+            "config": describe(self.config),
+            "timeline": self.timeline,
+        }
+
+
+_NOT_ADDED = frozenset(("stop_reason", "elapsed_seconds", "pages_per_second", "pages_per_cpu_second", "config",
+                        "timeline", "agent", "resumed", "started"))
+
+
+def add_up(parts: list[dict]) -> dict:
+    """Numbers added key by key, nested tables too (counters of several agents)."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, dict):
+                out[key] = add_up([out.get(key, {}), value])
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[key] = out.get(key, 0) + value
+    return out
+
+
+def supervise(config: Config, seeds: list[str], agents: int, *, resuming: bool) -> tuple[dict, bool]:
+    """Run a whole crawl from this process; returns (summary, whether an agent kept failing)."""
+    import uvloop
+
+    async def main() -> tuple[dict, bool]:
+        supervisor = Supervisor(config, seeds, agents, resuming=resuming)
+        summary = await supervisor.run()
+        return summary, supervisor.failed
+
+    return uvloop.run(main())

@@ -1,0 +1,154 @@
+"""The pieces several agents share: host ownership, link spools, the machine-wide IP table, sd_notify."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.ip_table import SharedIpTable
+from engine.link_exchange import Inbox, Outbox, spool_dir
+from engine.ownership import HashRing
+from engine.sdnotify import Notifier
+
+# -- ownership ------------------------------------------------------------------------------------
+
+
+def test_hosts_spread_evenly_and_move_little_when_an_agent_is_added() -> None:
+    hosts = [f"h{i}.example.org" for i in range(20_000)]
+    four, five = HashRing(4), HashRing(5)
+    shares = Counter(four.owner(h) for h in hosts)
+    assert set(shares) == {0, 1, 2, 3}
+    assert max(shares.values()) / min(shares.values()) < 1.4
+    moved = sum(four.owner(h) != five.owner(h) for h in hosts)
+    assert moved / len(hosts) < 0.3  # about 1/5 would move; a modulo hash would move 4/5
+    assert all(HashRing(1).owner(h) == 0 for h in hosts[:100])
+
+
+# -- link spools -------------------------------------------------------------------------------------
+
+batches = st.lists(
+    st.tuples(st.integers(1, 2), st.lists(st.from_regex(r"http://h[0-9]{1,3}\.test/[a-z]{0,8}", fullmatch=True),
+                                          min_size=1, max_size=5)),
+    min_size=1, max_size=40,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches=batches, cut_at=st.integers(0, 39), torn=st.integers(1, 30))
+def test_every_link_written_is_read_once_across_a_torn_write_and_restarts(tmp_path_factory, batches, cut_at,  # type: ignore[no-untyped-def]
+                                                                          torn) -> None:
+    root = tmp_path_factory.mktemp("spool")
+    outbox = Outbox(root, 0, 3, segment_bytes=256)  # tiny segments: rotation on most writes
+    inboxes = {r: Inbox(root, r, 3) for r in (1, 2)}
+    received: dict[int, list[str]] = {1: [], 2: []}
+    sent: dict[int, list[str]] = {1: [], 2: []}
+    for i, (receiver, links) in enumerate(batches):
+        outbox.add(receiver, f"http://p{i}.test/", links)
+        sent[receiver] += links
+        if i == cut_at:
+            outbox.flush()
+            # a crash in the middle of a write: half a frame at the end of each spool
+            for r in (1, 2):
+                folder = spool_dir(root, 0, r)
+                last = max(folder.iterdir(), key=lambda p: int(p.name))
+                with open(last, "ab") as f:
+                    f.write(b"\x10\x00\x00\x00garbage"[:torn])
+            for r, inbox in inboxes.items():
+                received[r] += [u for _, links in inbox.poll() for u in links]
+            outbox.close()
+            outbox = Outbox(root, 0, 3, segment_bytes=256)  # the sender restarts and cuts the torn tails
+            positions = {r: inbox.positions() for r, inbox in inboxes.items()}
+            inboxes = {r: Inbox(root, r, 3, positions[r]) for r in (1, 2)}  # receivers restart too
+        elif i % 7 == 3:
+            outbox.flush()
+            for r, inbox in inboxes.items():
+                received[r] += [u for _, links in inbox.poll() for u in links]
+    outbox.flush()
+    for r, inbox in inboxes.items():
+        received[r] += [u for _, links in inbox.poll() for u in links]
+        assert received[r] == sent[r]
+        assert inbox.positions()[0] == outbox.positions()[r], "read and write positions agree at the end"
+        inbox.committed(inbox.positions())
+        assert len(list(spool_dir(root, 0, r).iterdir())) == 1, "consumed segments are deleted"
+
+
+def test_a_receiver_resumes_from_its_checkpointed_position(tmp_path: Path) -> None:
+    outbox = Outbox(tmp_path, 1, 2)
+    outbox.add(0, "http://a.test/", ["http://b.test/1"])
+    outbox.flush()
+    inbox = Inbox(tmp_path, 0, 2)
+    assert inbox.poll() == [("http://a.test/", ["http://b.test/1"])]
+    checkpoint = inbox.positions()
+    outbox.add(0, "http://a.test/", ["http://b.test/2"])
+    outbox.flush()
+    assert inbox.poll() == [("http://a.test/", ["http://b.test/2"])]
+    # killed before its next checkpoint: what it read since comes back, nothing before
+    assert Inbox(tmp_path, 0, 2, checkpoint).poll() == [("http://a.test/", ["http://b.test/2"])]
+
+
+# -- the IP table ----------------------------------------------------------------------------------------
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from engine.ip_table import SharedIpTable
+table = SharedIpTable(Path(sys.argv[1]))
+assert table.try_acquire("10.0.0.1", time.monotonic(), 0.5) is None
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_an_ip_is_busy_while_another_process_fetches_and_free_after_it_dies(tmp_path: Path) -> None:
+    path = tmp_path / "ip-table"
+    SharedIpTable.create(path)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              cwd=Path(__file__).parent.parent)
+    assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+    table = SharedIpTable(path)
+    now = time.monotonic()
+    assert table.try_acquire("10.0.0.1", now, 0.5) is not None, "another process holds the IP"
+    assert table.try_acquire("10.0.0.2", now, 0.5) is None, "another IP is free"
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    died = time.monotonic()
+    retry = table.try_acquire("10.0.0.1", died, 0.5)
+    assert retry is not None and retry >= died + 0.5, "a fetch cut by a crash still gets its delay"
+    assert table.try_acquire("10.0.0.1", retry, 0.5) is None
+    table.release("10.0.0.1", retry + 0.5)
+    assert table.try_acquire("10.0.0.1", retry + 0.2, 0.5) == retry + 0.5
+    table.close()
+
+
+def test_the_page_budget_is_shared(tmp_path: Path) -> None:
+    path = tmp_path / "ip-table"
+    SharedIpTable.create(path)
+    a, b = SharedIpTable(path), SharedIpTable(path)
+    assert [a.reserve_page(3), b.reserve_page(3), a.reserve_page(3), b.reserve_page(3)] == [True, True, True, False]
+    a.unreserve_page()
+    assert b.reserve_page(3) and b.pages() == 3
+
+
+# -- sd_notify --------------------------------------------------------------------------------------------
+
+
+def test_notify_sends_datagrams_and_computes_the_watchdog_period(tmp_path: Path) -> None:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(str(tmp_path / "notify"))
+    notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "notify"), "WATCHDOG_USEC": "3000000"})
+    notifier.notify("READY=1", "STATUS=crawling")
+    assert server.recv(100) == b"READY=1\nSTATUS=crawling"
+    assert notifier.watchdog_interval == 1.5
+    assert not Notifier({}).enabled and Notifier({}).watchdog_interval is None
+    assert Notifier({"WATCHDOG_USEC": "1000", "WATCHDOG_PID": "1"}).watchdog_interval is None  # not ours
+    notifier.close()
+    server.close()
