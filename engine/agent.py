@@ -43,12 +43,13 @@ import orjson
 
 from engine import progress
 from engine.addresses import AddressPolicy
-from engine.config import Config, describe
+from engine.config import MAX_FETCHERS, Config, describe
 from engine.dns import CachingResolver, DnsFailed
 from engine.errors import RemoteError
 from engine.fetch import Fetcher, FetchResult
 from engine.http1 import LeanFetcher
 from engine.ip_table import SharedIpTable
+from engine.metrics import LATENCY_BUCKETS, WAIT_BUCKETS, Histogram
 from engine.link_exchange import Inbox, Outbox
 from engine.ownership import HashRing
 from engine.parse import parse_location
@@ -56,6 +57,7 @@ from engine.pipeline import REDIRECTS, Pipeline
 from engine.resume import InFlightSlots, replay, warc_sizes
 from engine.robots import RobotsRules
 from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
+from frontier.filters import PhaseFilters
 from frontier.frontier import Frontier, FrontierSettings
 from frontier.page import LinkContext
 from frontier.policy import make_policy
@@ -97,13 +99,17 @@ class TodoRing:
         self._waiters.append(waiter)
         return await waiter
 
-    def close(self) -> list[VisitState]:
-        """Wake every waiting fetcher with None and hand back the tokens still queued."""
-        self._closed = True
+    def wake_all(self) -> None:
+        """Wake every waiting fetcher with None, so each checks whether it should still run."""
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(None)
         self._waiters.clear()
+
+    def close(self) -> list[VisitState]:
+        """Wake every waiting fetcher with None and hand back the tokens still queued."""
+        self._closed = True
+        self.wake_all()
         left = list(self._ring)
         self._ring.clear()
         return left
@@ -167,6 +173,7 @@ class Agent:
         self.channel = channel
         self.count_restored_pages = count_restored_pages
         policy = make_policy(config.engine.policy)
+        self.filters = PhaseFilters.from_config(config.filters)
         f = config.frontier
         self.frontier = Frontier(
             self.home / "frontier",
@@ -185,6 +192,7 @@ class Agent:
             ),
             policy=policy,
             scope=Scope(config.scope.mode, all_seeds),
+            schedule=self.filters.schedule.accepts if self.filters.schedule else None,
         )
         n = config.network
         client = LeanFetcher if n.client == "lean" else Fetcher
@@ -237,11 +245,17 @@ class Agent:
         self.outbox = Outbox(self.out / "links", index, agents) if agents > 1 else None
         self.inbox = Inbox(self.out / "links", index, agents) if agents > 1 else None
         self.ip_table = SharedIpTable(self.out / "ip-table") if agents > 1 else None
-        self.in_flight_slots = InFlightSlots(self.home / "in-flight", config.engine.fetchers)
+        self.in_flight_slots = InFlightSlots(self.home / "in-flight", MAX_FETCHERS)  # fetchers can grow live
         self.skip: set[int] = set()  # fingerprints of URLs stored after the checkpoint resumed from
         self.resumed: dict[str, float] = {}
         self.checkpoints = 0
         self.checkpoint_seconds = 0.0
+        self.running = asyncio.Event()  # cleared while the control API has the crawl paused
+        self.running.set()
+        self.command_seq = 0
+        self.fetch_latency = Histogram(LATENCY_BUCKETS)
+        self.politeness_wait = Histogram(WAIT_BUCKETS)
+        self._fetch_tasks: list[asyncio.Task[None]] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -253,7 +267,7 @@ class Agent:
         self._cpu_at_start = cpu_seconds()
         self.resume()
         self.frontier.discover(self.seeds)
-        fetchers = [asyncio.create_task(self.fetch_loop(k)) for k in range(self.config.engine.fetchers)]
+        self.set_fetchers(self.config.engine.fetchers)
         helpers = [
             asyncio.create_task(self.distribute_loop()),
             asyncio.create_task(self.todo_loop()),
@@ -268,17 +282,25 @@ class Agent:
             loop.call_later(self.config.engine.max_seconds, self.finish, "max_seconds")
         await self.finished.wait()
         self.stopping = True
+        self.running.set()
         for vs in self.todo.close():
-            if self.ip_table is not None and vs.ip is not None:
-                self.ip_table.release(vs.ip, time.monotonic())
+            self._release_ip(vs.ip)
         # in-flight fetches finish (bounded by the total timeout) so every fetched page is stored
-        await asyncio.gather(*fetchers, return_exceptions=True)
+        await asyncio.gather(*self._fetch_tasks, return_exceptions=True)
         for task in helpers + list(self._tasks):
             task.cancel()
         await asyncio.gather(*helpers, *self._tasks, return_exceptions=True)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         return await self.close()
+
+    def set_fetchers(self, n: int) -> None:
+        """Run ``n`` fetch coroutines: start the missing ones; extra ones end after their fetch."""
+        self._fetch_tasks = [t for t in self._fetch_tasks if not t.done()]
+        self.fetchers = n
+        for k in range(len(self._fetch_tasks), n):
+            self._fetch_tasks.append(asyncio.create_task(self.fetch_loop(k)))
+        self.todo.wake_all()  # a fetcher beyond ``n`` waiting on the ring notices and ends
 
     def finish(self, reason: str) -> None:
         if not self.finished.is_set():
@@ -486,6 +508,13 @@ class Agent:
 
     def discover(self, links: Sequence[str], parent: str, contexts: Sequence[LinkContext] | None) -> None:
         """Links of this agent's hosts go to its frontier, the others to their owners' spools."""
+        follow = self.filters.follow
+        if follow is not None:
+            kept = [i for i, url in enumerate(links) if follow.accepts(url)]
+            if len(kept) < len(links):
+                self.frontier.drops["follow_filter"] += len(links) - len(kept)
+                links = [links[i] for i in kept]
+                contexts = [contexts[i] for i in kept] if contexts is not None else None
         if self.outbox is not None:
             mine: list[str] = []
             my_contexts: list[LinkContext] | None = [] if contexts is not None else None
@@ -526,6 +555,8 @@ class Agent:
         return {
             "agent": self.index,
             "pid": os.getpid(),
+            "paused": not self.running.is_set(),
+            "command_seq": self.command_seq,
             "idle": self.idle(),
             "stats": self.stats.as_dict(),
             "cpu_seconds": cpu_seconds() - self._cpu_at_start,
@@ -543,6 +574,8 @@ class Agent:
             "sieve_ready": fs.sieve_ready,
             "sieve_pending": fs.sieve_pending,
             "dns_cache": len(self.resolver.cache),
+            "histograms": {"fetch_latency_seconds": self.fetch_latency.as_dict(),
+                           "politeness_wait_seconds": self.politeness_wait.as_dict()},
             "links_out": {str(k): list(v) for k, v in self.outbox.positions().items()} if self.outbox else {},
             "links_in": {str(k): list(v) for k, v in self.inbox.positions().items()} if self.inbox else {},
         }
@@ -562,11 +595,50 @@ class Agent:
         try:
             while line := await reader.readline():
                 command = orjson.loads(line)
-                if command.get("cmd") == "stop":
+                if command["cmd"] == "stop":
                     self.finish(command.get("reason", "stopped"))
+                    continue
+                self.obey(command)
+                self.command_seq = command["seq"]
+                writer.write(orjson.dumps({"status": self.status()}) + b"\n")  # the supervisor waits for it
             self.finish("supervisor gone")
         finally:
             sender.cancel()
+
+    def obey(self, command: dict) -> None:
+        """A command of the control API, fanned out by the supervisor."""
+        cmd = command["cmd"]
+        if cmd == "pause":
+            self.running.clear()
+        elif cmd == "resume":
+            self.running.set()
+        elif cmd == "seeds":
+            mine = [u for u in command["urls"] if self.owner(split(u)[0]) == self.index]
+            if mine and self.frontier.discover(mine):
+                self.distributor_alarm.fire()
+        elif cmd == "config":
+            self.reconfigure(command["changes"])
+
+    def reconfigure(self, changes: dict[str, object]) -> None:
+        """Apply live settings (``engine/control.py: LIVE_KEYS``, already checked)."""
+        for key, value in changes.items():
+            section, name = key.split(".")
+            setattr(getattr(self.config, section), name, value)
+        politeness = self.config.politeness
+        if "politeness.host_delay" in changes:  # applies from each host's next fetch on
+            self.frontier.distributor.host_delay = politeness.host_delay
+            for vs in self.frontier.distributor.host_to_visit_state.values():
+                crawl_delay = vs.robots.crawl_delay if vs.robots is not None else None
+                vs.host_delay = max(politeness.host_delay, crawl_delay or 0.0)
+        if "politeness.ip_delay" in changes:
+            self.frontier.workbench.ip_delay = politeness.ip_delay
+        if "engine.fetchers" in changes:
+            self.set_fetchers(self.config.engine.fetchers)
+        if any(key.startswith("filters.") for key in changes):
+            self.filters = PhaseFilters.from_config(self.config.filters)
+            self.frontier.schedule = self.filters.schedule.accepts if self.filters.schedule else None
+            self.pipeline.filters = self.filters
+        self.todo_alarm.fire()
 
     # -- todo ----------------------------------------------------------------------------------
 
@@ -581,13 +653,18 @@ class Agent:
                         frontier.release(vs, now, host_next=vs.next_fetch, ip_next=retry)
                         continue
                 todo.put(vs)
-            await self.todo_alarm.wait(frontier.next_deadline())
+            deadline = frontier.next_deadline()
+            if deadline is None:
+                await self.todo_alarm.wait(None)
+                continue
+            await self.todo_alarm.wait(deadline)  # nothing is polite before it, unless woken
+            self.politeness_wait.observe(time.monotonic() - now)
 
     # -- fetchers -------------------------------------------------------------------------------
 
     async def fetch_loop(self, k: int) -> None:
         todo = self.todo
-        while not self.stopping:
+        while not self.stopping and k < self.fetchers:
             vs = todo.get_nowait()
             if vs is None:
                 self.stats.todo_waits += 1
@@ -596,8 +673,14 @@ class Agent:
                 waited = time.monotonic()
                 vs = await todo.wait_get()
                 self.stats.todo_wait_seconds += time.monotonic() - waited
-                if vs is None:
-                    return
+                if vs is None:  # closed, or woken to check whether this fetcher should still run
+                    continue
+            if not self.running.is_set():  # paused: hold the host, start nothing
+                await self.running.wait()
+            if k >= self.fetchers and not self.stopping:  # fewer fetchers wanted: hand the host back
+                self.frontier.release(vs, time.monotonic(), host_next=vs.next_fetch)
+                self._release_ip(vs.ip)
+                return
             self.in_flight += 1
             ip = vs.ip
             try:
@@ -611,10 +694,13 @@ class Agent:
                 self.in_flight_slots.done(k)
             finally:
                 self.in_flight -= 1
-                if self.ip_table is not None and ip is not None:
-                    self.ip_table.release(ip, time.monotonic() + self.config.politeness.ip_delay)
+                self._release_ip(ip)
                 self.todo_alarm.fire()
                 self.distributor_alarm.fire()
+
+    def _release_ip(self, ip: str | None) -> None:
+        if self.ip_table is not None and ip is not None:
+            self.ip_table.release(ip, time.monotonic() + self.config.politeness.ip_delay)
 
     async def visit(self, vs: VisitState, k: int = 0) -> None:
         """Fetch robots.txt if due, else the host's next allowed URL; release ``vs`` in every case."""
@@ -630,6 +716,7 @@ class Agent:
             return
         slots = self.in_flight_slots
         slots.start(k, url)
+        started = time.monotonic()
         try:
             result = await self.fetcher.fetch(url, vs.ip)
         except RemoteError as e:
@@ -638,6 +725,7 @@ class Agent:
             self.stats.errors[e.kind] += 1
             self.frontier.failed(vs, url, time.monotonic(), backoff=e.retry_after, breaks_host=e.breaks_host)
             return
+        self.fetch_latency.observe(result.ended - started)
         self.frontier.succeeded(vs)
         self.frontier.release(vs, result.ended)
         self.stats.pages += 1
@@ -674,6 +762,9 @@ class Agent:
             url = self.frontier.next_url(vs)
             if self.skip and fingerprint(url) in self.skip:
                 self.skip.discard(fingerprint(url))
+                continue
+            if self.filters.fetch is not None and not self.filters.fetch.accepts(url):
+                self.frontier.drops["fetch_filter"] += 1
                 continue
             if vs.robots.allowed(split(url)[1]):
                 return url

@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dns", help="DNS server HOST:PORT (dns.servers)")
     run.add_argument("--max-pages", type=int, help="stop after N pages (engine.max_pages)")
     run.add_argument("--max-seconds", type=float, help="stop after S seconds (engine.max_seconds)")
+    run.add_argument("--control", metavar="HOST:PORT", help="serve the control API there (control.listen)")
     run.add_argument("--processes", type=int, help="agent processes (engine.processes; 0 = one per core)")
     run.add_argument("--resume", action="store_true",
                      help="continue the crawl in the output folder (after a stop, a crash or a reboot); "
@@ -66,6 +67,7 @@ def make_config(args: argparse.Namespace) -> Config:
         "engine.max_pages": args.max_pages,
         "engine.max_seconds": args.max_seconds,
         "engine.processes": args.processes,
+        "control.listen": args.control,
     }
     for key, value in flags.items():
         if value is not None:

@@ -19,6 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from frontier.filters import PhaseFilterError, PhaseFilters
+
+
+MAX_FETCHERS = 65536  # per process; each fetcher has an 8-byte slot in a file of this many
+
 
 class ConfigError(ValueError):
     """A configuration key is unknown, of the wrong type or out of range."""
@@ -114,7 +119,7 @@ class StoreConfig:
 
 @dataclass
 class FiltersConfig:
-    schedule: str = _doc("", "filter over discovered URLs before they are queued (frontier/filters.py); empty = all")
+    schedule: str = _doc("", "filter over discovered URLs before they are queued (frontier/filters/); empty = all")
     fetch: str = _doc("", "filter over URLs just before they are fetched; empty = all")
     parse: str = _doc("", "filter over responses whose links are extracted; empty = all")
     follow: str = _doc("", "filter over each extracted link before it is discovered; empty = all")
@@ -125,6 +130,7 @@ class FiltersConfig:
 class ControlConfig:
     listen: str = _doc("", "HOST:PORT of the control API (GET /status, /metrics; POST /pause ...); empty = off")
     token: str = _doc("", "bearer token the control API requires; empty = take CRAWL_CONTROL_TOKEN from the environment")
+    allow_remote: bool = _doc(False, "let control.listen be an address other than loopback (anyone who can reach it and holds the token steers the crawl)")
 
 
 @dataclass
@@ -247,6 +253,8 @@ def validate(config: Config) -> None:
     for key, value in non_negative.items():
         if value < 0:
             raise ConfigError(key, f"must not be negative, got {value}")
+    if config.engine.fetchers > MAX_FETCHERS:
+        raise ConfigError("engine.fetchers", f"at most {MAX_FETCHERS} per process, got {config.engine.fetchers}")
     if config.scope.mode not in ("any", "host", "domain"):
         raise ConfigError("scope.mode", f"must be any, host or domain, got {config.scope.mode!r}")
     if config.network.client not in ("lean", "aiohttp"):
@@ -270,6 +278,10 @@ def validate(config: Config) -> None:
                 raise ValueError
         except ValueError:
             raise ConfigError("dns.servers", f"{server!r} is not an address such as 127.0.0.1 or 127.0.0.1:5353") from None
+    try:  # compiling reads host_in() files, relative to the working directory like store.dir
+        PhaseFilters.from_config(config.filters)
+    except PhaseFilterError as e:
+        raise ConfigError(f"filters.{e.phase}", str(e)) from None
 
 
 def load(path: Path | None, overrides: list[str] = ()) -> Config:  # type: ignore[assignment]

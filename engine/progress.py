@@ -1,56 +1,196 @@
-"""The live progress display: one line rewritten in place on a terminal, periodic log lines otherwise."""
+"""What the operator sees: a live panel on a terminal, periodic log lines otherwise, a final table.
+
+The display draws a *status dict* (``Agent.status()``, the same one ``GET /status`` returns;
+``engine/metrics.py`` describes its keys), never the agent itself, so the parent of several
+agent processes draws the sum of their dicts the same way. :class:`ProgressDisplay` is fed
+``update(status, elapsed)`` about once a second and keeps the last ten seconds to compute
+rates; the clock is the caller's, so the output is a function of its inputs.
+
+Modes (``engine.progress``): ``live`` — a rich panel redrawn in place; ``log`` — one plain
+line every ten seconds; ``auto`` — live when the stream is a terminal, log otherwise;
+``off`` — nothing. :func:`summary_text` renders the final summary (``stats.json``) as a table.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import sys
 import time
-from typing import TYPE_CHECKING, TextIO
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rich import box
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
 
 from engine.stats import cpu_seconds, rss_bytes
 
 if TYPE_CHECKING:
     from engine.agent import Agent
 
+RATE_WINDOW = 10.0  # seconds of history behind pages/s and MB/s
+LOG_EVERY = 10.0  # seconds between two log lines
 
-def progress_line(agent: Agent, elapsed: float, rate: float) -> str:
-    s = agent.stats
-    fs = agent.frontier.statistics()
-    errors = sum(s.errors.values())
-    mb = s.bytes / 1e6
-    return (
-        f"{elapsed:6.0f}s  pages {s.pages:,} ({rate:,.1f}/s)  {mb:,.1f} MB  hosts {fs.workbench.visit_states:,}  "
-        f"front {fs.distributor.front:,}/{fs.distributor.required_front:,}  todo {len(agent.todo):,}  "
-        f"queued {fs.workbench.urls + fs.disk_urls + fs.sieve_ready + fs.sieve_pending:,}  errors {errors:,}"
-    )
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """The figures shown, computed from a status dict and the recent past."""
+
+    elapsed: float
+    pages: int
+    pages_per_second: float
+    mb_per_second: float
+    hosts: int
+    front: int
+    required_front: int
+    todo: int
+    queued: int  # URLs waiting: workbench, disk, sieve
+    in_flight: int
+    errors: int
+    paused: bool
+    eta: float | None  # seconds left, when a limit is set
+
+
+def duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``1h02m``."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+class ProgressDisplay:
+    """Shows a crawl's progress in one of the modes; ``update`` once a second, ``close`` at the end."""
+
+    def __init__(self, mode: str, stream: TextIO = sys.stderr, *, max_pages: int = 0, max_seconds: float = 0.0,
+                 log_every: float = LOG_EVERY) -> None:
+        live = mode == "live" or (mode == "auto" and stream.isatty())
+        self.mode = "off" if mode == "off" else "live" if live else "log"
+        self.stream = stream
+        self.max_pages = max_pages
+        self.max_seconds = max_seconds
+        self.log_every = log_every
+        self._next_log = log_every
+        self._history: deque[tuple[float, int, int]] = deque()  # (elapsed, pages, bytes)
+        self._live: Live | None = None
+        if self.mode == "live":
+            self._live = Live(console=Console(file=stream, force_terminal=True), auto_refresh=False)
+            self._live.start()
+
+    def view(self, status: Mapping[str, Any], elapsed: float) -> View:
+        """Record this status in the rate window and compute what to show."""
+        stats = status["stats"]
+        pages, size = stats["pages"], stats["bytes"]
+        history = self._history
+        history.append((elapsed, pages, size))
+        while len(history) > 2 and history[1][0] <= elapsed - RATE_WINDOW:
+            history.popleft()
+        since, pages_then, bytes_then = history[0] if len(history) > 1 else (0.0, 0, 0)
+        span = elapsed - since
+        rate = (pages - pages_then) / span if span > 0 else 0.0
+        etas = []
+        if self.max_pages:
+            etas.append((self.max_pages - pages) / rate if rate > 0 else float("inf"))
+        if self.max_seconds:
+            etas.append(self.max_seconds - elapsed)
+        return View(
+            elapsed=elapsed,
+            pages=pages,
+            pages_per_second=rate,
+            mb_per_second=(size - bytes_then) / span / 1e6 if span > 0 else 0.0,
+            hosts=status.get("hosts", 0),
+            front=status.get("front", 0),
+            required_front=status.get("required_front", 0),
+            todo=status.get("todo", 0),
+            queued=sum(status.get(k, 0) for k in ("workbench_urls", "disk_urls", "sieve_ready", "sieve_pending")),
+            in_flight=status.get("in_flight", 0),
+            errors=sum(stats["errors"].values()),
+            paused=bool(status.get("paused")),
+            eta=min(etas) if etas else None,
+        )
+
+    def update(self, status: Mapping[str, Any], elapsed: float) -> None:
+        if self.mode == "off":
+            return
+        view = self.view(status, elapsed)
+        if self._live is not None:
+            self._live.update(panel(view), refresh=True)
+        elif elapsed >= self._next_log:
+            self._next_log = (elapsed // self.log_every + 1) * self.log_every
+            self.stream.write(progress_line(view) + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+def _eta(view: View) -> str:
+    if view.eta is None:
+        return ""
+    return "ETA -" if view.eta == float("inf") else f"ETA {duration(view.eta)}"
+
+
+def progress_line(view: View) -> str:
+    """One line for logs: every figure, plain text."""
+    parts = [
+        f"{duration(view.elapsed):>6}",
+        f"pages {view.pages:,} ({view.pages_per_second:,.1f}/s)",
+        f"{view.mb_per_second:,.2f} MB/s",
+        f"hosts {view.hosts:,}",
+        f"front {view.front:,}/{view.required_front:,}",
+        f"todo {view.todo:,}",
+        f"queued {view.queued:,}",
+        f"errors {view.errors:,}",
+    ]
+    if view.paused:
+        parts.append("PAUSED")
+    if view.eta is not None:
+        parts.append(_eta(view))
+    return "  ".join(parts)
+
+
+def panel(view: View) -> Panel:
+    """The live panel: throughput on the first line, the frontier on the second (fits 80 columns)."""
+
+    def line(*pairs: tuple[str, str]) -> Text:
+        text = Text()
+        for label, value in pairs:
+            text.append("   " if text else "").append(f"{label} ", style="dim").append(value, style="bold")
+        return text
+
+    first = [("elapsed", duration(view.elapsed)), ("pages", f"{view.pages:,}"),
+             ("pages/s", f"{view.pages_per_second:,.1f}"), ("MB/s", f"{view.mb_per_second:,.2f}"),
+             ("errors", f"{view.errors:,}")]
+    if view.eta is not None:
+        first.append(("ETA", _eta(view).removeprefix("ETA ")))
+    second = [("hosts", f"{view.hosts:,}"), ("front", f"{view.front:,}/{view.required_front:,}"),
+              ("todo", f"{view.todo:,}"), ("fetching", f"{view.in_flight:,}"), ("queued", f"{view.queued:,}")]
+    title = "crawl [yellow]paused[/yellow]" if view.paused else "crawl"
+    return Panel(Group(line(*first), line(*second)), title=title, title_align="left", expand=False)
 
 
 async def report(agent: Agent, mode: str, stream: TextIO = sys.stderr) -> None:
-    """Sample the crawl every second into ``agent.timeline`` and show progress until cancelled.
-
-    ``mode``: auto (a line rewritten in place on a terminal, else a log line every 10 s),
-    live, log or off (samples only).
-    """
-    in_place = mode == "live" or (mode == "auto" and stream.isatty())
-    every = 1 if in_place else 10
-    last_pages, last_time, ticks = 0, time.monotonic(), 0
+    """The agent's progress task: sample its timeline and show its status every second until cancelled."""
+    c = agent.config.engine
+    display = ProgressDisplay(mode, stream, max_pages=c.max_pages, max_seconds=c.max_seconds)
     try:
         while True:
             await asyncio.sleep(1.0)  # a sampling period, not a wait for an event
             now = time.monotonic()
-            rate = (agent.stats.pages - last_pages) / (now - last_time)
-            last_pages, last_time = agent.stats.pages, now
             agent.timeline.append(sample(agent, now))
-            ticks += 1
-            if mode == "off" or ticks % every:
-                continue
-            line = progress_line(agent, now - agent.stats.started, rate)
-            stream.write(("\r\x1b[2K" + line) if in_place else line + "\n")
-            stream.flush()
+            display.update(agent.status(), now - agent.stats.started)
     finally:
-        if in_place:
-            stream.write("\n")
-            stream.flush()
+        display.close()
 
 
 def sample(agent: Agent, now: float) -> dict[str, float]:
@@ -71,20 +211,33 @@ def sample(agent: Agent, now: float) -> dict[str, float]:
     }
 
 
-def summary_text(summary: dict) -> str:
-    """The final summary printed by ``crawl run``."""
-    statuses = ", ".join(f"{k}: {v}" for k, v in summary["statuses"].items()) or "none"
-    errors = ", ".join(f"{k}: {v}" for k, v in summary["errors"].items()) or "none"
-    return "\n".join(
-        [
-            f"stopped: {summary['stop_reason']}",
-            f"pages      {summary['pages']:,} in {summary['elapsed_seconds']:.1f} s "
-            f"({summary['pages_per_second']:.1f}/s, {summary['pages_per_cpu_second']:.0f} per CPU-second)",
-            f"robots.txt {summary['robots']:,}   disallowed URLs {summary['robots_disallowed']:,}",
-            f"bytes      {summary['bytes'] / 1e6:,.1f} MB   records stored {summary['stored']:,}",
-            f"hosts      {summary['hosts']:,} on {summary['ips']:,} IPs",
-            f"statuses   {statuses}",
-            f"errors     {errors}",
-            f"memory     {summary['rss_bytes'] / 2**20:,.0f} MiB resident",
-        ]
-    )
+def summary_table(summary: Mapping[str, Any]) -> Table:
+    """The final summary (the dict written to stats.json) as a two-column table."""
+    statuses = ", ".join(f"{k}: {v:,}" for k, v in summary["statuses"].items()) or "none"
+    errors = ", ".join(f"{k}: {v:,}" for k, v in sorted(summary["errors"].items())) or "none"
+    rows = [
+        ("stopped", str(summary["stop_reason"] or "-")),
+        ("pages", f"{summary['pages']:,} in {duration(summary['elapsed_seconds'])} "
+                  f"({summary['pages_per_second']:,.1f}/s, {summary['pages_per_cpu_second']:,.0f} per CPU-second)"),
+        ("robots.txt", f"{summary['robots']:,} fetched, {summary['robots_disallowed']:,} URLs disallowed"),
+        ("bytes", f"{summary['bytes'] / 1e6:,.1f} MB, {summary['stored']:,} records stored"),
+        ("hosts", f"{summary['hosts']:,} on {summary['ips']:,} IPs"),
+        ("statuses", statuses),
+        ("errors", errors),
+        ("memory", f"{summary['rss_bytes'] / 2**20:,.0f} MiB resident"),
+    ]
+    if "processes" in summary:
+        rows.append(("agents", f"{summary['processes']} processes, {summary.get('restarts', 0)} restarts"))
+    table = Table(title="crawl summary", box=box.SIMPLE, show_header=False, show_edge=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def summary_text(summary: Mapping[str, Any], width: int = 100) -> str:
+    """The summary table as plain text (no colour codes), for ``crawl run`` to print."""
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, force_terminal=False).print(summary_table(summary))
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()).strip("\n")

@@ -15,7 +15,11 @@ supervisor
 * **restarts an agent that dies** (killed, or crashed); it resumes from its own checkpoint
   while the others go on. An agent dying over and over (``MAX_RESTARTS`` within a minute) stops
   the crawl with an error, which systemd's ``Restart=on-failure`` then retries whole;
-* **speaks systemd's notify protocol** (``engine/sdnotify.py``): READY, STATUS, WATCHDOG, STOPPING.
+* **speaks systemd's notify protocol** (``engine/sdnotify.py``): READY, STATUS, WATCHDOG, STOPPING;
+* **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
+  :class:`~engine.control.Controllable`, fanning each command out to the agents and answering
+  once every agent has applied it. Paused state, added seeds and live settings are kept in
+  the manifest and replayed to a restarted agent.
 """
 
 from __future__ import annotations
@@ -35,8 +39,12 @@ from typing import Any
 import orjson
 
 from engine.config import Config, describe
+from engine.control import ControlServer, token_for
 from engine.ip_table import SharedIpTable
+from engine.metrics import Exporter
+from engine.progress import ProgressDisplay
 from engine.sdnotify import Notifier
+from frontier.urls import canonicalize
 from engine.stats import cpu_seconds, rss_bytes, write_json
 
 MANIFEST = "crawl.json"
@@ -94,24 +102,39 @@ class Supervisor:
         self._quiet_ticks = 0
         self._ready_sent = False
         self.startup_seconds = 0.0
+        self.paused = False
+        self.command_seq = 0
+        self.heard = asyncio.Event()  # set on every status line
+        self.exporter = Exporter(self.status)
+        self.display = ProgressDisplay(config.engine.progress, max_pages=config.engine.max_pages,
+                                       max_seconds=config.engine.max_seconds)
+        self._max_seconds_timer: asyncio.TimerHandle | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
     async def run(self) -> dict:
         """Run the crawl to its end; returns the summary written to ``OUT/stats.json``."""
         self.out.mkdir(parents=True, exist_ok=True)
-        write_json(self.out / MANIFEST, {"version": 1, "agents": len(self.agents), "config": describe(self.config),
-                                         "seeds": self.seeds})
+        self.write_manifest()
         if len(self.agents) > 1:
             SharedIpTable.create(self.out / "ip-table")
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self.stop, f"signal {signal.Signals(sig).name}")
+            loop.add_signal_handler(sig, self.stop_crawl, f"signal {signal.Signals(sig).name}")
         self.started = time.monotonic()  # until every agent runs; then the crawl's clock starts
         self._cpu_at_start = cpu_seconds()
+        control = None
+        if self.config.control.listen:
+            control = ControlServer(self.config.control.listen, token_for(self.config.control.token), self,
+                                    allow_remote=self.config.control.allow_remote)
+            await control.start()
+            print(f"control API: {control.url}", file=sys.stderr, flush=True)
         watchers = [asyncio.create_task(self.keep(agent)) for agent in self.agents]
         ticker = asyncio.create_task(self.tick_loop())
         await asyncio.gather(*watchers)
+        if control is not None:
+            await control.close()
+        self.display.close()
         ticker.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await ticker
@@ -122,7 +145,11 @@ class Supervisor:
         write_json(self.out / "stats.json", summary)
         return summary
 
-    def stop(self, reason: str) -> None:
+    def write_manifest(self) -> None:
+        write_json(self.out / MANIFEST, {"version": 1, "agents": len(self.agents), "config": describe(self.config),
+                                         "seeds": self.seeds})
+
+    def stop_crawl(self, reason: str) -> None:
         """Ask every agent to finish (idempotent; the first reason is kept)."""
         if self.stopping:
             return
@@ -154,7 +181,7 @@ class Supervisor:
                 print(f"crawl: agent {agent.index} died {len(agent.deaths)} times in {RESTART_WINDOW:.0f} s; "
                       "stopping the crawl", file=sys.stderr)
                 self.failed = True
-                self.stop("agent failing")
+                self.stop_crawl("agent failing")
                 return
             agent.restarts += 1
 
@@ -168,6 +195,8 @@ class Supervisor:
         reader, agent.writer = await asyncio.open_connection(sock=mine)
         if self.stopping:
             self.send(agent, {"cmd": "stop", "reason": self.stop_reason})
+        elif self.paused:  # a restarted agent joins a paused crawl paused
+            self.send(agent, {"cmd": "pause", "seq": self.command_seq})
         listener = asyncio.create_task(self.listen(agent, reader))
         code = await agent.process.wait()
         listener.cancel()
@@ -183,6 +212,7 @@ class Supervisor:
             if "status" in message:
                 agent.status = message["status"]
                 agent.fresh += 1
+                self.heard.set()
 
     # -- the periodic look -------------------------------------------------------------------
 
@@ -201,9 +231,13 @@ class Supervisor:
             if now - last_sample >= 1.0:
                 last_sample = now
                 self.timeline.append(self.sample(now))
+                if self._ready_sent:
+                    self.display.update(self.status(), now - self.started)
                 if now - last_status >= 10.0:
                     last_status = now
-                    self.report(self.timeline[-1])
+                    line = self.timeline[-1]
+                    self.notifier.notify(f"STATUS=pages {line['pages']:,.0f}, {line['bytes'] / 1e6:,.1f} MB, "
+                                         f"hosts {line['hosts']:,.0f}, agents {len(self.agents)}")
             if watchdog is not None and now - last_watchdog >= watchdog:
                 last_watchdog = now
                 self.notifier.notify("WATCHDOG=1")
@@ -213,9 +247,16 @@ class Supervisor:
         self._ready_sent = True
         self.startup_seconds = time.monotonic() - self.started
         self.started = time.monotonic()
-        if self.config.engine.max_seconds:
-            asyncio.get_running_loop().call_later(self.config.engine.max_seconds, self.stop, "max_seconds")
+        self.schedule_max_seconds()
         self.notifier.notify("READY=1", f"STATUS=crawling with {len(self.agents)} agents")
+
+    def schedule_max_seconds(self) -> None:
+        if self._max_seconds_timer is not None:
+            self._max_seconds_timer.cancel()
+            self._max_seconds_timer = None
+        if self.config.engine.max_seconds:
+            self._max_seconds_timer = asyncio.get_running_loop().call_at(
+                self.started + self.config.engine.max_seconds, self.stop_crawl, "max_seconds")
 
     def check_end(self) -> None:
         """Stop when every agent is idle and every spool read to its end, on two looks in a row."""
@@ -225,7 +266,7 @@ class Supervisor:
         assert all(s is not None for s in statuses)
         max_pages = self.config.engine.max_pages
         if max_pages and sum(s["stats"]["pages"] for s in statuses) >= max_pages:  # type: ignore[index]
-            self.stop("max_pages")
+            self.stop_crawl("max_pages")
             return
         if not all(a.fresh for a in self.agents):
             return  # wait until every agent has spoken since the last look
@@ -239,7 +280,7 @@ class Supervisor:
         )
         self._quiet_ticks = self._quiet_ticks + 1 if quiet else 0
         if self._quiet_ticks >= 2:
-            self.stop("done")
+            self.stop_crawl("done")
 
     def sample(self, now: float) -> dict[str, float]:
         statuses = [a.status for a in self.agents if a.status is not None]
@@ -261,12 +302,63 @@ class Supervisor:
             "hosts": total("hosts"),
         }
 
-    def report(self, sample: dict[str, float]) -> None:
-        line = (f"{sample['t']:6.0f}s  pages {sample['pages']:,.0f}  {sample['bytes'] / 1e6:,.1f} MB  "
-                f"hosts {sample['hosts']:,.0f}  front {sample['front']:,.0f}  agents {len(self.agents)}")
-        self.notifier.notify(f"STATUS={line.strip()}")
-        if self.config.engine.progress != "off":
-            print(line, file=sys.stderr)
+    # -- the control API (engine/control.py: Controllable) ------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        statuses = [a.status for a in self.agents if a.status is not None]
+        return {**add_up(statuses), "paused": self.paused, "agents": statuses}
+
+    def metrics(self) -> bytes:
+        return self.exporter.render()
+
+    async def command(self, command: dict[str, Any], until: Any = None, timeout: float = 30.0) -> None:
+        """Send ``command`` to every agent; return once each has applied it (and meets ``until``),
+        or after ``timeout`` (an agent being restarted gets the state from the manifest)."""
+        self.command_seq += 1
+        seq = self.command_seq
+        for agent in self.agents:
+            self.send(agent, {**command, "seq": seq})
+
+        def applied(agent: AgentProcess) -> bool:
+            s = agent.status
+            return s is not None and s["command_seq"] >= seq and (until is None or until(s))
+
+        deadline = time.monotonic() + timeout
+        while not all(applied(a) for a in self.agents) and time.monotonic() < deadline:
+            self.heard.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.heard.wait(), deadline - time.monotonic())
+
+    async def pause(self) -> None:
+        self.paused = True
+        await self.command({"cmd": "pause"}, until=lambda s: s["in_flight"] == 0)
+
+    async def resume(self) -> None:
+        self.paused = False
+        await self.command({"cmd": "resume"})
+
+    async def add_seeds(self, urls: list[str]) -> int:
+        accepted = [u for u in map(canonicalize, urls) if u is not None]
+        if accepted:
+            self.seeds += accepted
+            self.write_manifest()  # a restarted or resumed agent finds them there
+            await self.command({"cmd": "seeds", "urls": accepted})
+        return len(accepted)
+
+    async def patch_config(self, changes: dict[str, Any]) -> dict[str, Any]:
+        values = changes  # checked by the server (engine/control.py: live_changes)
+        for key, value in values.items():
+            section, name = key.split(".")
+            setattr(getattr(self.config, section), name, value)
+        self.write_manifest()
+        if "engine.max_seconds" in values and self._ready_sent:
+            self.schedule_max_seconds()
+        self.display.max_pages, self.display.max_seconds = self.config.engine.max_pages, self.config.engine.max_seconds
+        await self.command({"cmd": "config", "changes": values})
+        return values
+
+    async def stop(self) -> None:
+        self.stop_crawl("control API")
 
     # -- the end -------------------------------------------------------------------------------
 

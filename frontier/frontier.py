@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +79,7 @@ class Frontier:
         *,
         policy: CrawlPolicy | None = None,
         scope: Scope | None = None,
+        schedule: Callable[[str], bool] | None = None,
     ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self._used_before = any(directory.iterdir())  # then a previous process may have fetched just now
@@ -86,6 +87,7 @@ class Frontier:
         self.settings = settings
         self.policy = policy or BreadthFirst()
         self.scope = scope or Scope("any")
+        self.schedule = schedule  # the schedule filter (frontier/filters); None accepts all
         self.ranked = self.policy.ranks_urls
         self._policy_filters = type(self.policy).accept_link is not BreadthFirst.accept_link
         self.cache = UrlCache(settings.url_cache_bytes)
@@ -202,6 +204,7 @@ class Frontier:
     ) -> int:
         """Offer canonical URLs to scope, policy, URL cache and sieve; returns how many reached the sieve."""
         allows = self.scope.allows
+        schedule = self.schedule
         policy = self.policy
         hosts = self.distributor.host_to_visit_state
         host_cap = self.settings.max_urls_per_host
@@ -214,6 +217,9 @@ class Frontier:
             scheme_authority = split(url)[0]
             if not allows(scheme_authority):
                 self.drops["scope"] += 1
+                continue
+            if schedule is not None and not schedule(url):
+                self.drops["schedule_filter"] += 1
                 continue
             if self._policy_filters:
                 reason = policy.accept_link(url, parent, context)
