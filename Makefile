@@ -1,9 +1,11 @@
 # Two commands: `make crawl` sets everything up and crawls the in-vitro web; `make test` runs the tests.
+# `make bench` runs the in-vitro benchmarks (about 30 minutes) and writes their JSON and PNG next to bench/RESULTS.md.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
+BENCH_DEPS := $(VENV)/.bench-installed
 
-.PHONY: setup crawl test bench
+.PHONY: setup crawl test bench bench-crawl bench-fetchers bench-politeness bench-raw bench-overhead bench-scrapy
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -12,11 +14,33 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
+# The benchmarks' extras (matplotlib, pyinstrument, Scrapy): the tests run a smoke version of every benchmark.
+$(BENCH_DEPS): $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install -q -e '.[test,bench]'
+	touch $@
+
 crawl: setup
 	$(VENV)/bin/crawl run
 
-test: setup
+test: setup $(BENCH_DEPS)
 	$(VENV)/bin/pytest -q
 
-bench: setup
+bench: bench-fetchers bench-politeness bench-raw bench-overhead bench-scrapy
+
+bench-crawl: $(BENCH_DEPS)
 	$(PY) -m bench.crawl_bench
+
+bench-fetchers: $(BENCH_DEPS)
+	$(PY) -m bench.fetchers_sweep
+
+bench-politeness: $(BENCH_DEPS)
+	$(PY) -m bench.politeness_sweep
+
+bench-raw: $(BENCH_DEPS)
+	$(PY) -m bench.raw_speed
+
+bench-overhead: $(BENCH_DEPS)
+	$(PY) -m bench.engine_overhead
+
+bench-scrapy: $(BENCH_DEPS)
+	$(PY) -m bench.scrapy_side

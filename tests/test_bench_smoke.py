@@ -1,13 +1,20 @@
-"""Seconds-long runs of every benchmark, so none of them rots (figures are not judged here)."""
+"""Seconds-long runs of every benchmark, so none of them rots (figures are not judged here).
+
+The in-vitro benchmarks of issue 7 run with ``--smoke`` into a temporary folder; each must write
+its JSON with figures that make sense and its PNG plot.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
+
+from bench.profile_stages import REST, SOURCE, STAGES, stage_of
 
 SMOKE = {
     "sieve": ["bench.sieve_bench", "--urls", "200000", "--bucket-slots", "20000"],
@@ -18,22 +25,105 @@ SMOKE = {
     "frontier_memory": ["bench.frontier_memory", "--urls", "60000", "--step", "20000", "--hosts", "500",
                         "--workbench-bytes", "65536", "--sieve-bytes", "65536", "--cache-bytes", "65536"],
 }
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def run_benchmark(*args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip(), "a benchmark must print its figures"
+    return proc
+
+
+def smoke(name: str, out: Path) -> dict[str, Any]:
+    """Run ``bench.NAME --smoke``; return its JSON after checking that its plot was drawn."""
+    run_benchmark(f"bench.{name}", "--smoke", "--out", str(out))
+    assert (out / f"{name}.png").read_bytes()[:8] == PNG
+    result = orjson.loads((out / f"{name}.json").read_bytes())
+    assert result["machine"]["cpus"] >= 1 and len(result["load_average_at_end"]) == 3
+    return result
 
 
 @pytest.mark.parametrize("name", sorted(SMOKE))
 def test_benchmark_runs(name: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", *SMOKE[name]], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip(), "a benchmark must print its figures"
+    run_benchmark(*SMOKE[name])
 
 
 def test_crawl_benchmark_reports_its_figures(tmp_path: Path) -> None:
     out = tmp_path / "crawl.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.crawl_bench", "--seconds", "3", "--runs", "1", "--hosts", "100",
-         "--json", str(out)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_benchmark("bench.crawl_bench", "--seconds", "3", "--runs", "1", "--hosts", "100", "--json", str(out))
     median = orjson.loads(out.read_bytes())["median"]
     assert median["pages"] > 0 and median["pages_per_cpu_second"] > 0 and 0 <= median["server_cpu_share"] < 2
+
+
+def test_fetchers_sweep_grows_with_fetchers(tmp_path: Path) -> None:
+    points = smoke("fetchers_sweep", tmp_path)["points"]
+    assert [p["fetchers"] for p in points] == [1, 8]
+    # far below the bandwidth cap each fetcher adds a page per latency: 8 fetchers are well over twice 1
+    assert 0 < 2 * points[0]["pages_per_second"] < points[1]["pages_per_second"]
+
+
+def test_politeness_sweep_measures_front_and_speed(tmp_path: Path) -> None:
+    result = smoke("politeness_sweep", tmp_path)
+    assert [p["ip_delay"] for p in result["points"]] == [0.05, 0.1]
+    for p in result["points"]:
+        assert p["host_delay"] == 8 * p["ip_delay"]
+        assert p["pages_per_second"] > 0 and 1 <= p["front"] <= result["web_ips"]
+    assert set(result["linear_fits"]) == {"front", "required_front", "littles_law_front"}
+
+
+def test_raw_speed_records_memory_over_time(tmp_path: Path) -> None:
+    result = smoke("raw_speed", tmp_path)
+    assert result["median"]["pages"] > 0 and result["median"]["warm_pages_per_cpu_second"] > 0
+    (timeline,) = result["timelines"]
+    assert len(timeline) >= 2 and all(s["rss"] > 0 for s in timeline)
+    assert [s["t"] for s in timeline] == sorted(s["t"] for s in timeline)
+
+
+def test_engine_overhead_breaks_the_cost_down(tmp_path: Path) -> None:
+    result = smoke("engine_overhead", tmp_path)
+    (run,) = result["runs"]
+    assert run["pages"] == 300  # engine.max_pages, exactly: pages are reserved before they are fetched
+    assert 0 < run["source_cpu_seconds"] < run["cpu_seconds"]
+    stages = result["stages"]
+    assert sum(v["share"] for v in stages.values()) == pytest.approx(1.0)
+    for stage in ("parse: link extraction (lxml)", "store: WARC records", "canonicalize", SOURCE):
+        assert stages[stage]["share"] > 0, stage
+
+
+def frame(path: str) -> str:
+    """A pyinstrument frame identifier (function, file, line) for a file of this repository."""
+    return f"f\x00{Path(__file__).resolve().parent.parent}/{path}\x0012"
+
+
+@pytest.mark.parametrize(
+    ("inner", "stage"),
+    [
+        ("engine/parse.py", "parse: link extraction (lxml)"),
+        ("frontier/urls.py", "canonicalize"),
+        ("frontier/sieve.py", "sieve and URL cache"),
+        ("frontier/workbench.py", "frontier: workbench, distributor, virtualizer"),
+        ("store/warc.py", "store: WARC records"),
+        ("engine/agent.py", "fetch bookkeeping: agent loops, pipeline"),
+        (".venv/lib/python3.11/site-packages/lxml/etree.py", "fetch bookkeeping: agent loops, pipeline"),
+    ],
+)
+def test_profile_samples_go_to_the_innermost_project_stage(inner: str, stage: str) -> None:
+    # library code (here lxml in the virtualenv) counts for the project module that called it
+    assert stage_of([frame("bench/engine_overhead.py"), frame("engine/agent.py"), frame(inner)]) == stage
+
+
+def test_profile_samples_of_the_source_and_of_the_loop() -> None:
+    through_source = [frame("engine/agent.py"), frame("bench/memory_web.py"), frame("frontier/urls.py")]
+    assert stage_of(through_source) == SOURCE
+    idle = [frame("bench/engine_overhead.py"), "run\x00/usr/lib/python3.11/asyncio/runners.py\x00118"]
+    assert stage_of(idle) == REST
+    assert {stage for _, stage in STAGES} >= {"canonicalize", "store: WARC records", "sieve and URL cache"}
+
+
+def test_scrapy_side_by_side(tmp_path: Path) -> None:
+    result = smoke("scrapy_side", tmp_path)
+    for name in ("crawl", "scrapy"):
+        (run,) = result["runs"][name]
+        assert run["pages"] > 0 and run["pages_per_cpu_second"] > 0 and run["stored"] > 0, name
+    assert result["ratios"]["pages_per_cpu_second"] > 0
