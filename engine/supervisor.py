@@ -228,11 +228,10 @@ class Supervisor:
                 if not self._ready_sent:
                     self.crawling()
                 self.check_end()
-            if now - last_sample >= 1.0:
+            if self._ready_sent and now - last_sample >= 1.0:  # the timeline starts with the crawl
                 last_sample = now
                 self.timeline.append(self.sample(now))
-                if self._ready_sent:
-                    self.display.update(self.status(), now - self.started)
+                self.display.update(self.status(), now - self.started)
                 if now - last_status >= 10.0:
                     last_status = now
                     line = self.timeline[-1]
