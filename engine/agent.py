@@ -336,6 +336,7 @@ class Agent:
             "stats": self.stats.as_dict(),
             "warc": warc_sizes(self.out / "warc", self.warc_prefix),
             "inbox": {str(k): list(v) for k, v in inbox.items()},
+            "skip": sorted(self.skip),  # stored after an earlier checkpoint, maybe still queued in this one
         }
         self.frontier.checkpoint(started, extra)
         if self.inbox is not None:
@@ -360,6 +361,7 @@ class Agent:
             self.spawn(self.resolve(vs))
         if extra:
             self.stats.restore(extra["stats"])
+            self.skip.update(extra.get("skip", ()))
             if self.inbox is not None:
                 self.inbox = Inbox(self.out / "links", self.index, self.agents,
                                    {int(k): (v[0], v[1]) for k, v in extra["inbox"].items()})

@@ -33,7 +33,7 @@ import xxhash
 
 SLOT = struct.Struct("<dq")  # next allowed start (monotonic seconds), pid fetching now (0: none)
 SLOTS = 1 << 20
-BUSY_RETRY = 0.05  # seconds before asking again for an IP another agent is fetching from
+BUSY_RETRY = 0.02  # seconds before asking again for an IP another agent is fetching from
 
 
 class SharedIpTable:
@@ -73,7 +73,8 @@ class SharedIpTable:
         """Take ``ip`` for one fetch (None), or say when to ask again (a monotonic instant)."""
         slot = self._slot(ip)
         if slot in self._held or not self._lock(slot, blocking=False):
-            return now + max(delay, BUSY_RETRY)
+            # it ends when that fetch ends, which nobody knows; the holder then writes the exact instant
+            return now + BUSY_RETRY
         offset = slot * SLOT.size
         next_allowed, pid = SLOT.unpack_from(self._map, offset)
         if pid:  # its holder died in the middle of a fetch, which ended by now at the latest
