@@ -48,7 +48,7 @@ from engine.dns import CachingResolver, DnsFailed
 from engine.errors import RemoteError
 from engine.fetch import Fetcher, FetchResult
 from engine.http1 import LeanFetcher
-from engine.ip_table import SharedIpTable
+from engine.ip_table import BUSY, SharedIpTable
 from engine.metrics import LATENCY_BUCKETS, WAIT_BUCKETS, Histogram
 from engine.link_exchange import Inbox, Outbox
 from engine.ownership import HashRing
@@ -65,6 +65,8 @@ from frontier.scope import Scope
 from frontier.urls import canonicalize, fingerprint, host_of, split
 from frontier.visit_state import Phase, VisitState
 from store.warc import WarcStore
+
+BUSY_POLL = 0.01  # seconds between two looks at IPs another agent is fetching from
 
 
 class TodoRing:
@@ -646,21 +648,35 @@ class Agent:
 
     async def todo_loop(self) -> None:
         frontier, todo = self.frontier, self.todo
+        busy: list[VisitState] = []  # hosts whose IP another agent is fetching from
         while not self.stopping:
             now = time.monotonic()
+            if busy:
+                busy = [vs for vs in busy if not self._take_ip(vs, now)]
             while (vs := frontier.acquire(now)) is not None:
-                if self.ip_table is not None and vs.ip is not None:
-                    retry = self.ip_table.try_acquire(vs.ip, now, self.config.politeness.ip_delay)
-                    if retry is not None:  # another agent is fetching from this IP, or just did
-                        frontier.release(vs, now, host_next=vs.next_fetch, ip_next=retry)
-                        continue
-                todo.put(vs)
+                if not self._take_ip(vs, now):
+                    busy.append(vs)
             deadline = frontier.next_deadline()
+            if busy:  # polled with one system call each: cheaper than handing them back and forth
+                deadline = min(deadline, now + BUSY_POLL) if deadline is not None else now + BUSY_POLL
             if deadline is None:
                 await self.todo_alarm.wait(None)
                 continue
             await self.todo_alarm.wait(deadline)  # nothing is polite before it, unless woken
             self.politeness_wait.observe(time.monotonic() - now)
+
+    def _take_ip(self, vs: VisitState, now: float) -> bool:
+        """Pass ``vs`` to the fetchers if the machine-wide IP table lets it; False while the IP is
+        busy with another agent's fetch (``vs`` then stays acquired, waiting)."""
+        if self.ip_table is not None and vs.ip is not None:
+            retry = self.ip_table.try_acquire(vs.ip, now, self.config.politeness.ip_delay)
+            if retry == BUSY:
+                return False
+            if retry is not None:  # another agent fetched from it a moment ago
+                self.frontier.release(vs, now, host_next=vs.next_fetch, ip_next=retry)
+                return True
+        self.todo.put(vs)
+        return True
 
     # -- fetchers -------------------------------------------------------------------------------
 

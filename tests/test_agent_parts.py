@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.ip_table import SharedIpTable
+from engine.ip_table import BUSY, PROBE_EVERY, SharedIpTable
 from engine.link_exchange import Inbox, Outbox, spool_dir
 from engine.ownership import HashRing
 from engine.sdnotify import Notifier
@@ -100,7 +100,7 @@ def test_a_receiver_resumes_from_its_checkpointed_position(tmp_path: Path) -> No
 HOLDER = """
 import sys, time
 from pathlib import Path
-from engine.ip_table import SharedIpTable
+from engine.ip_table import BUSY, PROBE_EVERY, SharedIpTable
 table = SharedIpTable(Path(sys.argv[1]))
 assert table.try_acquire("10.0.0.1", time.monotonic(), 0.5) is None
 print("held", flush=True)
@@ -121,8 +121,10 @@ def test_an_ip_is_busy_while_another_process_fetches_and_free_after_it_dies(tmp_
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
     died = time.monotonic()
-    retry = table.try_acquire("10.0.0.1", died, 0.5)
-    assert retry is not None and retry >= died + 0.5, "a fetch cut by a crash still gets its delay"
+    assert table.try_acquire("10.0.0.1", died, 0.5) == BUSY, "the slot's pid is believed for a while"
+    noticed = died + PROBE_EVERY
+    retry = table.try_acquire("10.0.0.1", noticed, 0.5)
+    assert retry is not None and retry >= noticed + 0.5, "a fetch cut by a crash still gets its delay"
     assert table.try_acquire("10.0.0.1", retry, 0.5) is None
     table.release("10.0.0.1", retry + 0.5)
     assert table.try_acquire("10.0.0.1", retry + 0.2, 0.5) == retry + 0.5
