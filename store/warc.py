@@ -1,20 +1,30 @@
-"""The archive (ARCHITECTURE.md, step 7): WARC/1.1 files of request and response records.
+"""WARC/1.1 files (ARCHITECTURE.md, step 7): the records of each fetch, one gzip member each.
 
-``WarcStore.store_exchange`` turns one HTTP exchange into a ``request`` and a ``response``
-record, linked both ways by ``WARC-Concurrent-To``; robots.txt is stored the same way.
+``WarcStore.store_exchange`` turns one HTTP exchange into a ``request`` record, a
+``response`` record (or a ``revisit`` record when the archive already holds the content) and,
+when given, a ``metadata`` record (outlinks, fetch time, IP, redirect target), all linked by
+``WARC-Concurrent-To``. ``store_dns`` writes a DNS answer as Heritrix does (``dns:`` URI,
+``text/dns``). :class:`store.archive.Archive` decides what to write; this module only writes.
 
 Invariants, and why:
 
 * **One gzip member per record, one ``write`` per exchange.** Each record can be read on
   its own from its offset (what CDX indexes and replay tools need), and a crash can only
-  tear the *last* member of a file, which ``repair_torn_tail`` cuts off.
+  tear the *last* member of a file, which ``repair_torn_tail`` cuts off. A write that fails
+  (a full disk) is cut back at once, so records after it follow whole members.
 * **Files are written as ``*.warc.gz.open`` and renamed when closed** (Heritrix's
   convention), so a reader knows which files are finished. A new store repairs and renames
-  the leftovers of its own prefix in its directory; two live stores must not share a
-  directory *and* a prefix.
+  the leftovers of its own prefix in its directory (``recovered`` names them); two live
+  stores must not share a directory *and* a prefix.
 * **Each file begins with a ``warcinfo`` record**, and every other record names it in
   ``WARC-Warcinfo-ID``. A file is opened at the first record, so a store that writes
-  nothing leaves no file; it is rotated once it reaches ``max_file_bytes``.
+  nothing leaves no file. The owner rotates files: ``full`` says the open file has reached
+  ``max_file_bytes`` and ``close_file`` finishes it, so the owner can finish what it derives
+  from the file (its index) at the same moment.
+* **Revisit records** keep ``WARC-Target-URI`` and the HTTP response head as their block,
+  name the original in ``WARC-Refers-To``, ``WARC-Refers-To-Target-URI`` and
+  ``WARC-Refers-To-Date``, carry the payload digest that was compared, and state their
+  ``WARC-Profile`` (WARC 1.1 §6.7).
 
 The records are composed here rather than with warcio's ``WARCWriter``: PERF-NOTES.md
 measured WARC gzip as the largest per-page cost, and ``bench/warc_bench.py`` compares the
@@ -38,28 +48,58 @@ import re
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import cast
 
 from isal import isal_zlib
 
+from store.errors import StoreFull, is_no_room
+
 OPEN_SUFFIX = ".open"
+WARC_SUFFIX = ".warc.gz"
+PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 _GZIP = 31  # wbits for a gzip header and trailer
 _SCAN_CHUNK = 1 << 20
 # isal's stubs type ``error`` as an instance; it is the exception class IsalError
 _BAD_GZIP: tuple[type[Exception], ...] = (zlib.error, cast("type[Exception]", isal_zlib.error))
 
 
-@dataclass(frozen=True)
-class RecordLocation:
-    """Where a record's gzip member lies: enough for a CDX line or a random-access read."""
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One HTTP exchange as fetched: what the request and response records hold."""
 
+    url: str
+    ip: str | None
+    fetched_at: float  # epoch seconds
+    request_head: bytes
+    response_head: bytes  # status line, header lines and the blank line
+    body: bytes  # de-chunked, content-coding kept: the payload
+    truncated: str | None = None  # WARC-Truncated reason ("length") when the body was cut
+
+
+@dataclass(frozen=True, slots=True)
+class Revisit:
+    """What a revisit record says about the original capture it stands in for."""
+
+    uri: str
+    date: str  # WARC-Date of the original
+    record_id: str  # WARC-Record-ID of the original
+    profile: str  # WARC-Profile
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """A stored fetch: where its response or revisit record lies, and what an index says of it."""
+
+    record_type: str  # "response" or "revisit"
     filename: str  # the finished name (no ``.open``), relative to the store's directory
     offset: int
-    length: int  # compressed bytes
+    length: int  # compressed bytes of the record's gzip member
+    record_id: str
+    date: str  # WARC-Date
+    payload_digest: str
 
 
 @dataclass(frozen=True)
@@ -80,7 +120,7 @@ def repair_torn_tail(path: Path) -> int:
     decompressing, since gzip has no length field; a damaged member ends the scan there.
     """
     size = path.stat().st_size
-    good = _end_of_complete_members(path)
+    good = end_of_complete_members(path)
     if good < size:
         with open(path, "r+b") as f:
             f.truncate(good)
@@ -88,7 +128,8 @@ def repair_torn_tail(path: Path) -> int:
     return size - good
 
 
-def _end_of_complete_members(path: Path) -> int:
+def end_of_complete_members(path: Path) -> int:
+    """The offset just past the last complete gzip member of ``path`` (its size if all are whole)."""
     end = 0  # offset just past the last complete member
     offset = 0  # file offset of the first byte of ``data``
     decompressor = isal_zlib.decompressobj(wbits=_GZIP)
@@ -117,6 +158,11 @@ def _compressor(level: int) -> Callable[[bytes], bytes]:
     return functools.partial(zlib.compress, level=level, wbits=_GZIP)
 
 
+def payload_digest(body: bytes) -> str:
+    """``sha1:`` and the base32 SHA-1 of ``body``: the form of WARC-Block/Payload-Digest."""
+    return _digest(body)
+
+
 def _digest(*parts: bytes) -> str:
     h = hashlib.sha1()
     for part in parts:
@@ -142,6 +188,11 @@ def _field_value(value: str) -> str:
     return value
 
 
+def warc_fields(fields: Sequence[tuple[str, str]]) -> bytes:
+    """An ``application/warc-fields`` block: ``name: value`` lines."""
+    return "".join(f"{name}: {_field_value(value)}\r\n" for name, value in fields).encode("utf-8", "replace")
+
+
 def _record(head: str, block_parts: tuple[bytes, ...]) -> bytes:
     """A whole record: version line and fields (``head``), the blank line, the block, two CRLFs."""
     length = sum(len(p) for p in block_parts)
@@ -149,7 +200,7 @@ def _record(head: str, block_parts: tuple[bytes, ...]) -> bytes:
 
 
 class WarcStore:
-    """Appends request/response record pairs to rotating ``.warc.gz`` files in ``directory``."""
+    """Appends the records of each fetch to rotating ``.warc.gz`` files in ``directory``."""
 
     def __init__(
         self,
@@ -165,14 +216,15 @@ class WarcStore:
         self.max_file_bytes = max_file_bytes
         self.info = dict(info)
         self._compress = _compressor(gzip_level)
-        self._name_pattern = re.compile(re.escape(prefix) + r"-\d{14}-(\d{5,})\.warc\.gz(?:\.open)?")
+        self.name_pattern = re.compile(re.escape(prefix) + r"-\d{14}-(\d{5,})\.warc\.gz")
         self._out: io.FileIO | None = None
         self._name = ""  # finished name of the open file
         self._size = 0  # bytes in the open file
         self._warcinfo_id = ""
         self._closed = False
         self._records = self._files = self._bytes = self._uncompressed = 0
-        self._repaired = self._dropped = 0
+        self._dropped = 0
+        self.recovered: list[str] = []  # finished names of the leftovers repaired at creation
         self.directory.mkdir(parents=True, exist_ok=True)
         # serials are taken before recovery, so the name of a dropped empty leftover is not reused
         self._serial = max(self._existing_serials(), default=0)
@@ -182,51 +234,90 @@ class WarcStore:
 
     def store_exchange(
         self,
+        exchange: Exchange,
         *,
-        url: str,
-        ip: str | None,
-        fetched_at: float,
-        request_head: bytes,
-        response_head: bytes,
-        body: bytes,
-        truncated: str | None = None,
-    ) -> RecordLocation:
-        """Write the request and response records of one fetch; return the response's location.
+        digest: str | None = None,
+        revisit: Revisit | None = None,
+        metadata: Sequence[tuple[str, str]] = (),
+    ) -> Capture:
+        """Write the records of one fetch with one write; return where the response (or revisit) lies.
 
-        ``response_head`` is the status line, the header lines and the blank line as the engine
-        gives them; ``body`` is the de-chunked body, which is the payload (and its digest).
+        ``digest`` is the payload digest if the caller has computed it already. With
+        ``revisit`` the body is left out: the block is the response head alone. ``metadata``
+        fields, if any, become a ``metadata`` record about the response.
         """
-        if self._closed:
-            raise ValueError("WarcStore is closed")
-        if self._out is None:
-            self._open_file()
+        out_name = self._ensure_open()
+        e = exchange
+        date = warc_date(e.fetched_at)
         request_id, response_id = _record_id(), _record_id()
-        common = f"WARC-Date: {warc_date(fetched_at)}\r\nWARC-Target-URI: {_field_value(url)}\r\n"
-        if ip:
-            common += f"WARC-IP-Address: {ip}\r\n"
+        common = f"WARC-Date: {date}\r\nWARC-Target-URI: {_field_value(e.url)}\r\n"
+        if e.ip:
+            common += f"WARC-IP-Address: {e.ip}\r\n"
         common += f"WARC-Warcinfo-ID: {self._warcinfo_id}\r\n"
         request = _record(
             f"WARC-Type: request\r\nWARC-Record-ID: {request_id}\r\n{common}"
             f"WARC-Concurrent-To: {response_id}\r\n"
             "Content-Type: application/http;msgtype=request\r\n"
-            f"WARC-Block-Digest: {_digest(request_head)}\r\n",
-            (request_head,),
+            f"WARC-Block-Digest: {_digest(e.request_head)}\r\n",
+            (e.request_head,),
         )
+        digest = digest or _digest(e.body)
+        if revisit is None:
+            kind, block = "response", (e.response_head, e.body)
+            extra = f"WARC-Truncated: {_field_value(e.truncated)}\r\n" if e.truncated else ""
+        else:
+            kind, block = "revisit", (e.response_head,)
+            extra = (
+                f"WARC-Refers-To: {revisit.record_id}\r\n"
+                f"WARC-Refers-To-Target-URI: {_field_value(revisit.uri)}\r\n"
+                f"WARC-Refers-To-Date: {revisit.date}\r\nWARC-Profile: {revisit.profile}\r\n"
+            )
         response = _record(
-            f"WARC-Type: response\r\nWARC-Record-ID: {response_id}\r\n{common}"
+            f"WARC-Type: {kind}\r\nWARC-Record-ID: {response_id}\r\n{common}"
             f"WARC-Concurrent-To: {request_id}\r\n"
             "Content-Type: application/http;msgtype=response\r\n"
-            f"WARC-Block-Digest: {_digest(response_head, body)}\r\n"
-            f"WARC-Payload-Digest: {_digest(body)}\r\n" + (f"WARC-Truncated: {_field_value(truncated)}\r\n" if truncated else ""),
-            (response_head, body),
+            f"WARC-Block-Digest: {_digest(*block)}\r\nWARC-Payload-Digest: {digest}\r\n{extra}",
+            block,
         )
-        request_member, response_member = self._compress(request), self._compress(response)
-        offset = self._size + len(request_member)
-        self._write(request_member + response_member, len(request) + len(response), records=2)
-        location = RecordLocation(self._name, offset, len(response_member))
-        if self._size >= self.max_file_bytes:
-            self._close_file()
-        return location
+        members = [self._compress(request), self._compress(response)]
+        uncompressed = len(request) + len(response)
+        if metadata:
+            fields = warc_fields(metadata)
+            record = _record(
+                f"WARC-Type: metadata\r\nWARC-Record-ID: {_record_id()}\r\n{common}"
+                f"WARC-Concurrent-To: {response_id}\r\nContent-Type: application/warc-fields\r\n"
+                f"WARC-Block-Digest: {_digest(fields)}\r\n",
+                (fields,),
+            )
+            members.append(self._compress(record))
+            uncompressed += len(record)
+        offset = self._size + len(members[0])
+        self._write(b"".join(members), uncompressed, records=len(members))
+        return Capture(kind, out_name, offset, len(members[1]), response_id, date, digest)
+
+    def store_dns(self, host: str, addresses: Sequence[str], resolved_at: float, ttl: int) -> Capture:
+        """A DNS answer as a ``response`` record for ``dns:host`` (Heritrix's form)."""
+        out_name = self._ensure_open()
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(resolved_at))
+        block = (stamp + "\n" + "".join(f"{host}.\t{ttl}\tIN\tA\t{a}\n" for a in addresses)).encode()
+        record_id, date, digest = _record_id(), warc_date(resolved_at), _digest(block)
+        record = _record(
+            f"WARC-Type: response\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n"
+            f"WARC-Target-URI: dns:{_field_value(host)}\r\nWARC-Warcinfo-ID: {self._warcinfo_id}\r\n"
+            f"Content-Type: text/dns\r\nWARC-Block-Digest: {digest}\r\nWARC-Payload-Digest: {digest}\r\n",
+            (block,),
+        )
+        member = self._compress(record)
+        offset = self._size
+        self._write(member, len(record), records=1)
+        return Capture("response", out_name, offset, len(member), record_id, date, digest)
+
+    def _ensure_open(self) -> str:
+        if self._closed:
+            raise ValueError("WarcStore is closed")
+        if self._out is None:
+            self._open_file()
+        return self._name
 
     def _write(self, data: bytes, uncompressed: int, records: int) -> None:
         """Append ``data`` (whole gzip members) with one write; a raw file has no buffer to tear."""
@@ -236,10 +327,12 @@ class WarcStore:
         try:
             while view:
                 view = view[out.write(view) or 0 :]
-        except OSError:  # e.g. disk full: cut the partial member, so later records follow whole ones
+        except OSError as e:  # e.g. disk full: cut the partial member, so later records follow whole ones
             with contextlib.suppress(OSError):
                 out.truncate(self._size)
                 out.seek(self._size)
+            if is_no_room(e):
+                raise StoreFull(self.directory / (self._name + OPEN_SUFFIX), e) from e
             raise
         self._size += len(data)
         self._bytes += len(data)
@@ -248,34 +341,55 @@ class WarcStore:
 
     # -- files -------------------------------------------------------------------------------
 
+    @property
+    def full(self) -> bool:
+        """The open file has reached ``max_file_bytes``: time for ``close_file``."""
+        return self._out is not None and self._size >= self.max_file_bytes
+
+    @property
+    def open_name(self) -> str | None:
+        """The finished name of the file being written, if one is open."""
+        return self._name if self._out is not None else None
+
     def _open_file(self) -> None:
         while True:
             self._serial += 1
-            name = f"{self.prefix}-{time.strftime('%Y%m%d%H%M%S', time.gmtime())}-{self._serial:05d}.warc.gz"
+            name = f"{self.prefix}-{time.strftime('%Y%m%d%H%M%S', time.gmtime())}-{self._serial:05d}{WARC_SUFFIX}"
             if (self.directory / name).exists():
                 continue
             try:  # O_EXCL: never append to another writer's file
                 self._out = open(self.directory / (name + OPEN_SUFFIX), "xb", buffering=0)
             except FileExistsError:
                 continue
+            except OSError as e:
+                if is_no_room(e):
+                    raise StoreFull(self.directory / name, e) from e
+                raise
             break
         self._name, self._size = name, 0
-        self._files += 1
         self._warcinfo_id = _record_id()
-        fields = "".join(f"{k}: {_field_value(str(v))}\r\n" for k, v in self.info.items()).encode()
+        fields = warc_fields(list(self.info.items()))
         warcinfo = _record(
             f"WARC-Type: warcinfo\r\nWARC-Record-ID: {self._warcinfo_id}\r\n"
             f"WARC-Date: {warc_date(time.time())}\r\nWARC-Filename: {name}\r\n"
             f"Content-Type: application/warc-fields\r\nWARC-Block-Digest: {_digest(fields)}\r\n",
             (fields,),
         )
-        self._write(self._compress(warcinfo), len(warcinfo), records=1)
+        try:
+            self._write(self._compress(warcinfo), len(warcinfo), records=1)
+        except (OSError, StoreFull):  # not even the warcinfo fits: leave no empty file behind
+            out, self._out = self._out, None
+            out.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.directory / (name + OPEN_SUFFIX))
+            raise
+        self._files += 1
 
-    def _close_file(self) -> None:
-        """Make the open file durable, then give it its finished name."""
+    def close_file(self) -> str | None:
+        """Make the open file durable, then give it its finished name; return that name."""
         out = self._out
         if out is None:
-            return
+            return None
         self._out = None
         try:
             os.fsync(out.fileno())
@@ -283,6 +397,7 @@ class WarcStore:
             out.close()
         os.replace(self.directory / (self._name + OPEN_SUFFIX), self.directory / self._name)
         self._sync_directory()
+        return self._name
 
     def _sync_directory(self) -> None:
         fd = os.open(self.directory, os.O_RDONLY)
@@ -292,20 +407,21 @@ class WarcStore:
             os.close(fd)
 
     def _existing_serials(self) -> list[int]:
-        return [int(m[1]) for p in self.directory.iterdir() if (m := self._name_pattern.fullmatch(p.name))]
+        return [int(m[1]) for p in self.directory.iterdir() if (m := self.name_pattern.fullmatch(p.name.removesuffix(OPEN_SUFFIX)))]
 
     def _recover_leftovers(self) -> None:
         """Finish the ``.open`` files of this prefix that a crash left behind."""
         for path in sorted(self.directory.iterdir()):
-            if not (path.name.endswith(OPEN_SUFFIX) and self._name_pattern.fullmatch(path.name)):
+            name = path.name.removesuffix(OPEN_SUFFIX)
+            if name == path.name or not self.name_pattern.fullmatch(name):
                 continue
             self._dropped += repair_torn_tail(path)
-            self._repaired += 1
             if path.stat().st_size == 0:
                 path.unlink()  # nothing complete: not even the warcinfo record
             else:
-                os.replace(path, path.with_name(path.name[: -len(OPEN_SUFFIX)]))
-        if self._repaired:
+                os.replace(path, path.with_name(name))
+            self.recovered.append(name)
+        if self.recovered:
             self._sync_directory()
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -314,12 +430,12 @@ class WarcStore:
         """Flush, fsync and rename the open file. Idempotent."""
         if not self._closed:
             self._closed = True
-            self._close_file()
+            self.close_file()
 
     def __enter__(self) -> WarcStore:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def statistics(self) -> WarcStatistics:
@@ -328,7 +444,7 @@ class WarcStore:
             files=self._files,
             bytes_written=self._bytes,
             uncompressed_bytes=self._uncompressed,
-            repaired_files=self._repaired,
+            repaired_files=len(self.recovered),
             torn_bytes_dropped=self._dropped,
         )
 
