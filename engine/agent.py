@@ -58,7 +58,7 @@ from engine.resume import InFlightSlots, replay, warc_sizes
 from engine.robots import RobotsRules
 from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
 from frontier.filters import PhaseFilters
-from frontier.frontier import Frontier, FrontierSettings
+from frontier.frontier import Frontier, FrontierSettings, FrontierStatistics
 from frontier.page import LinkContext
 from frontier.policy import make_policy
 from frontier.scope import Scope
@@ -409,14 +409,7 @@ class Agent:
             "hosts": fs.workbench.visit_states,
             "ips": fs.workbench.entries,
             "frontier": {
-                "required_front": fs.distributor.required_front,
-                "front": fs.distributor.front,
-                "workbench_urls": fs.workbench.urls,
-                "workbench_bytes": fs.workbench.bytes,
-                "disk_urls": fs.disk_urls,
-                "sieve_known": fs.sieve_known,
-                "sieve_ready": fs.sieve_ready,
-                "sieve_pending": fs.sieve_pending,
+                **frontier_figures(fs),
                 "discovered": fs.discovered,
                 "cache_hits": fs.cache_hits,
                 "to_disk": fs.distributor.to_disk,
@@ -569,14 +562,7 @@ class Agent:
             "todo": len(self.todo),
             "hosts": fs.workbench.visit_states,
             "ips": fs.workbench.entries,
-            "front": fs.distributor.front,
-            "required_front": fs.distributor.required_front,
-            "workbench_urls": fs.workbench.urls,
-            "workbench_bytes": fs.workbench.bytes,
-            "disk_urls": fs.disk_urls,
-            "sieve_known": fs.sieve_known,
-            "sieve_ready": fs.sieve_ready,
-            "sieve_pending": fs.sieve_pending,
+            **frontier_figures(fs),
             "dns_cache": len(self.resolver.cache),
             "histograms": {"fetch_latency_seconds": self.fetch_latency.as_dict(),
                            "politeness_wait_seconds": self.politeness_wait.as_dict()},
@@ -836,6 +822,20 @@ class Agent:
             return None
         scheme_authority, path_query = split(target)
         return path_query if scheme_authority == vs.scheme_authority else None
+
+
+def frontier_figures(fs: FrontierStatistics) -> dict[str, int]:
+    """The frontier's sizes, as status lines and stats.json report them."""
+    return {
+        "required_front": fs.distributor.required_front,
+        "front": fs.distributor.front,
+        "workbench_urls": fs.workbench.urls,
+        "workbench_bytes": fs.workbench.bytes,
+        "disk_urls": fs.disk_urls,
+        "sieve_known": fs.sieve_known,
+        "sieve_ready": fs.sieve_ready,
+        "sieve_pending": fs.sieve_pending,
+    }
 
 
 def run_agent(config: Config, seeds: list[str], **role: object) -> dict:

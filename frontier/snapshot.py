@@ -33,7 +33,7 @@ from pathlib import Path
 import orjson
 import xxhash
 
-from frontier.visit_state import Phase, PriorityPathQueue, VisitState
+from frontier.visit_state import Phase, PriorityPathQueue, VisitState, varint_at
 
 MAGIC = b"CRAWLCK1"
 _HEAD = struct.Struct("<8sQ")
@@ -102,14 +102,7 @@ def decode_hosts(data: bytes) -> Iterator[SavedHost]:
         end = pos + blob_len
         items: list[bytes] = []
         while pos < end:
-            n = shift = 0
-            while True:
-                byte = data[pos]
-                pos += 1
-                n |= (byte & 0x7F) << shift
-                if byte < 0x80:
-                    break
-                shift += 7
+            n, pos = varint_at(data, pos)
             items.append(bytes(view[pos : pos + n]))
             pos += n
         if len(items) != count:

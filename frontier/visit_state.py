@@ -48,7 +48,7 @@ class IllegalTransition(RuntimeError):
     """A visit state was asked to do something its phase forbids: a bug, never retried."""
 
 
-def _varint_at(buf: bytearray, pos: int) -> tuple[int, int]:
+def varint_at(buf: bytes | bytearray, pos: int) -> tuple[int, int]:
     """The LEB128 length prefix at ``pos`` and the position after it."""
     n = shift = 0
     while True:
@@ -97,7 +97,7 @@ class PathQueue:
         if not self._count:
             raise IndexError("pop from an empty PathQueue")
         buf = self._buf
-        n, pos = _varint_at(buf, self._head)
+        n, pos = varint_at(buf, self._head)
         item = bytes(buf[pos : pos + n])
         self._head = pos + n
         self._count -= 1
@@ -113,7 +113,7 @@ class PathQueue:
         """Items in order, without consuming them (for checkpoints and tests)."""
         buf, pos, end = self._buf, self._head, len(self._buf)
         while pos < end:
-            n, pos = _varint_at(buf, pos)
+            n, pos = varint_at(buf, pos)
             yield bytes(buf[pos : pos + n])
             pos += n
 
