@@ -34,6 +34,7 @@ from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untype
 from warcio.warcwriter import GzippingWrapper, WARCWriter  # type: ignore[import-untyped]
 
 import store.warc
+from store.warc import Exchange as Fetch
 from store.warc import WarcStore
 
 Exchange = tuple[str, bytes, bytes, bytes]  # url, request head, response head, body
@@ -104,10 +105,7 @@ def write_warcio_isal(path: Path, pages: list[Exchange]) -> None:
 def _write_lean(path: Path, pages: list[Exchange], level: int) -> None:
     with WarcStore(path, info=INFO, gzip_level=level) as warc:
         for url, request_head, response_head, body in pages:
-            warc.store_exchange(
-                url=url, ip="127.0.0.1", fetched_at=time.time(),
-                request_head=request_head, response_head=response_head, body=body,
-            )
+            warc.store_exchange(Fetch(url, "127.0.0.1", time.time(), request_head, response_head, body))
 
 
 def write_lean(path: Path, pages: list[Exchange]) -> None:

@@ -64,7 +64,7 @@ from frontier.policy import make_policy
 from frontier.scope import Scope
 from frontier.urls import canonicalize, fingerprint, host_of, split
 from frontier.visit_state import Phase, VisitState
-from store.warc import WarcStore
+from store.archive import Archive, config_digest
 
 BUSY_POLL = 0.01  # seconds between two looks at IPs another agent is fetching from
 
@@ -219,21 +219,22 @@ class Agent:
         )
         self.addresses = AddressPolicy(n.allow_networks)
         self.warc_prefix = f"{config.store.prefix}-a{index}"
-        self.store = WarcStore(
+        self.store = Archive(
             self.out / "warc",
-            prefix=self.warc_prefix,
-            max_file_bytes=config.store.warc_max_bytes,
-            gzip_level=config.store.gzip_level,
+            self.warc_prefix,
+            config.store,
             info={
                 "software": "crawl/0.1.0 (Python, BUbiNG-style)",
                 "format": "WARC File Format 1.1",
                 "hostname": socket.gethostname(),
                 "http-header-user-agent": config.engine.user_agent,
                 "robots": "obey",
+                "config-digest": config_digest(describe(config)),
             },
         )
         self.stats = Counters()
-        self.pipeline = Pipeline(config, self.store, self.stats, policy, self.discover, self.frontier.fetched)
+        self.pipeline = Pipeline(config, self.store, self.stats, policy, self.discover, self.frontier.fetched, stop=self.finish)
+        self.pipeline.filters = self.filters
         self.todo = TodoRing()
         self.todo_alarm = Alarm()
         self.distributor_alarm = Alarm()

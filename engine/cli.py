@@ -137,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["invitro"]:
         return invitro(argv[1:])
+    if argv[:1] == ["warc"]:
+        from engine.warc_cli import main as warc_main
+        return warc_main(argv[1:])
     args = build_parser().parse_args(argv)
     return run(args)
 

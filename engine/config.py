@@ -115,6 +115,11 @@ class StoreConfig:
     prefix: str = _doc("crawl", "WARC file name prefix")
     warc_max_bytes: int = _doc(1 << 30, "WARC files are rotated beyond this size")
     gzip_level: int = _doc(1, "gzip level of WARC records (1 compresses these pages nearly as well as 9)")
+    dedup: str = _doc("near", "content dedup: near (HTML without attributes, digits, case, whitespace; other content exact), exact (identical payloads), off")
+    follow_duplicates: bool = _doc(False, "extract and follow the links of pages whose content was stored before (stored as revisit records)")
+    dedup_capacity: int = _doc(10_000_000, "signatures the dedup Bloom filter holds at dedup_error_rate (sizes its mmap file: 36 MB at the defaults)")
+    dedup_error_rate: float = _doc(1e-6, "false-positive rate of the dedup Bloom filter at capacity (a false positive costs one table lookup)")
+    link_graph: bool = _doc(True, "write the page and host link graph beside the WARC files (.graph segments)")
 
 
 @dataclass
@@ -261,6 +266,12 @@ def validate(config: Config) -> None:
         raise ConfigError("network.client", f"must be lean or aiohttp, got {config.network.client!r}")
     if config.engine.progress not in ("auto", "live", "log", "off"):
         raise ConfigError("engine.progress", f"must be auto, live, log or off, got {config.engine.progress!r}")
+    if config.store.dedup not in ("near", "exact", "off"):
+        raise ConfigError("store.dedup", f"must be near, exact or off, got {config.store.dedup!r}")
+    if config.store.dedup_capacity <= 0:
+        raise ConfigError("store.dedup_capacity", f"must be positive, got {config.store.dedup_capacity}")
+    if not 0 < config.store.dedup_error_rate < 1:
+        raise ConfigError("store.dedup_error_rate", f"must lie strictly between 0 and 1, got {config.store.dedup_error_rate}")
     if not 0 <= config.store.gzip_level <= 9:
         raise ConfigError("store.gzip_level", f"must be between 0 and 9, got {config.store.gzip_level}")
     for cidr in config.network.allow_networks:

@@ -1,9 +1,22 @@
-"""After a fetch: store the exchange, then follow its redirect or extract and hand on its links.
+"""After a fetch: decode, deduplicate, parse, store, then hand on the page's links (ARCHITECTURE.md, step 7).
 
 The agent's fetchers call :meth:`Pipeline.page` for every page response and
-:meth:`Pipeline.robots` for robots.txt responses. Discovered links leave through the
-``discover`` callable the agent provides, which routes them to this process's frontier or to
-the agent that owns their host; the pipeline neither knows nor cares which.
+:meth:`Pipeline.robots` for robots.txt responses. A page goes through:
+
+1. **decode**: content-coding removed, cut at ``network.max_body_bytes`` (``engine/content.py``);
+2. **examine**: the archive computes its signature and says whether its content is stored
+   already (``store/archive.py``);
+3. **parse**: an HTML page's links are extracted, unless it is a duplicate and
+   ``store.follow_duplicates`` is off (BUbiNG does not follow the links of duplicates);
+4. **store**: one write of request, response or revisit, and a metadata record with the
+   outlinks, then the index line and the graph record;
+5. **discover**: the links (or the redirect target) leave through the ``discover`` callable
+   the agent provides, which routes them to this process's frontier or to the agent that
+   owns their host; the pipeline neither knows nor cares which.
+
+Bad input never stops the crawl: a body that does not decode is stored and not parsed;
+the link extractor takes any bytes. A full disk (:class:`store.errors.StoreFull`) is handed
+to ``stop`` when the agent gives one (the crawl then ends cleanly), else raised.
 """
 
 from __future__ import annotations
@@ -12,13 +25,17 @@ from collections.abc import Callable, Sequence
 
 from engine.addresses import is_ip
 from engine.config import Config
-from engine.content import decode_body
+from engine.content import Decoded, decode
 from engine.fetch import FetchResult
 from engine.parse import extract_links, parse_location
 from engine.stats import Counters
+from frontier.filters import PhaseFilters, Response
 from frontier.page import FetchedPage, LinkContext
 from frontier.policy import BreadthFirst, CrawlPolicy
-from store.warc import WarcStore
+from store.archive import Archive, Check
+from store.cdxj import mime_of
+from store.errors import StoreFull
+from store.warc import Exchange
 
 REDIRECTS = frozenset((301, 302, 303, 307, 308))
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -27,16 +44,18 @@ Discover = Callable[[Sequence[str], str, Sequence[LinkContext] | None], None]
 
 
 class Pipeline:
-    """Store → parse → discover for one process; stateless between pages but for its counters."""
+    """Decode → examine → parse → store → discover for one process; stateless between pages but for its counters."""
 
     def __init__(
         self,
         config: Config,
-        store: WarcStore,
+        store: Archive,
         stats: Counters,
         policy: CrawlPolicy,
         discover: Discover,
         fetched: Callable[[FetchedPage], None],
+        *,
+        stop: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -45,67 +64,111 @@ class Pipeline:
         self.default_policy = isinstance(policy, BreadthFirst)
         self.discover = discover
         self.fetched = fetched
+        self.stop = stop
+        self.filters = PhaseFilters()  # the agent sets the crawl's (and swaps them on a live change)
+        self.lost = 0  # fetches that could not be stored (a full disk)
+
+    def decode(self, result: FetchResult) -> Decoded:
+        return decode(result.body, result.headers.get("content-encoding"), self.config.network.max_body_bytes)
 
     def body(self, result: FetchResult) -> bytes:
         """The body as the server meant it: content-coding removed, within the body limit."""
-        return decode_body(result.body, result.headers.get("content-encoding"), self.config.network.max_body_bytes)
+        return self.decode(result).payload or b""
 
     def robots(self, result: FetchResult) -> None:
         self.stats.robots += 1
         self.save(result)
 
-    def save(self, result: FetchResult) -> None:
-        self.store.store_exchange(
-            url=result.url,
-            ip=result.ip if result.ip and is_ip(result.ip) else None,
-            fetched_at=result.fetched_at,
-            request_head=result.request_head,
-            response_head=result.response_head,
-            body=result.body,
-            truncated=result.truncated,
+    def save(
+        self,
+        result: FetchResult,
+        *,
+        check: Check | None = None,
+        page: bool = False,
+        links: Sequence[str] = (),
+        redirect: str | None = None,
+        payload_truncated: bool = False,
+    ) -> bool:
+        """Store the exchange (a page with its metadata and graph record); False if the disk is full."""
+        exchange = Exchange(
+            result.url,
+            result.ip if result.ip and is_ip(result.ip) else None,
+            result.fetched_at,
+            result.request_head,
+            result.response_head,
+            result.body,
+            result.truncated,
         )
+        try:
+            self.store.store(
+                exchange, status=result.status, mime=mime_of(result.headers.get("content-type")), check=check, page=page,
+                links=links, redirect=redirect, fetch_seconds=result.ended - result.started if page else None,
+                payload_truncated=payload_truncated,
+            )
+        except StoreFull as e:
+            if self.stop is None:
+                raise
+            self.lost += 1
+            self.stop(str(e))
+            return False
         self.stats.stored += 1
         self.stats.bytes += len(result.body)
         if result.truncated:
             self.stats.truncated += 1
+        return True
 
     def page(self, result: FetchResult) -> None:
         """Store the exchange, then follow its redirect or its links."""
-        self.save(result)
         status = result.status
         self.stats.statuses[status] += 1
         if status in REDIRECTS:
             location = result.headers.get("location")
             target = parse_location(location, result.url) if location else None
-            if target is not None:
+            if self.save(result, page=True, redirect=target) and target:
                 self.stats.redirects += 1
                 self.discover([target], result.url, None)
             return
         content_type = result.headers.get("content-type", "")
         is_html = status == 200 and content_type.split(";", 1)[0].strip().lower() in HTML_TYPES
-        if not is_html and self.default_policy:
-            return
-        body = self.body(result)
+        decoded = self.decode(result) if status == 200 or not self.default_policy else Decoded(None, False)
+        check = self.store.examine(
+            status=status, body=result.body, payload=decoded.payload, html=is_html,
+            complete=not (result.truncated or decoded.cut),
+        )
+        filters = self.filters
+        response = None
+        if filters.parse is not None or filters.store is not None:
+            response = Response(result.url, status, result.headers, decoded.payload or b"")
         parsed = None
-        if is_html:
+        if (
+            is_html
+            and (not check.duplicate or self.config.store.follow_duplicates)
+            and (filters.parse is None or filters.parse(response))
+        ):
             policy = self.policy
             parsed = extract_links(
-                body,
+                decoded.payload or b"",
                 result.url,
                 content_type=content_type,
                 follow_nofollow=self.config.scope.follow_nofollow,
                 want_context=policy.wants_context,
                 want_document=policy.wants_document,
             )
-            self.stats.links += len(parsed.links)
-            self.discover(parsed.links, result.url, parsed.contexts)
+        links = parsed.links if parsed is not None else []
+        if filters.store is not None and not filters.store(response):
+            self.stats.store_filtered += 1  # not archived, but its links are still followed
+        elif not self.save(result, check=check, page=True, links=links, payload_truncated=decoded.cut):
+            return
+        if parsed is not None:
+            self.stats.links += len(links)
+            self.discover(links, result.url, parsed.contexts)
         if not self.default_policy:
             self.fetched(
                 FetchedPage(
                     url=result.url,
                     status=status,
                     headers=result.headers,
-                    body=body,
+                    body=decoded.payload or b"",
                     fetched_at=result.fetched_at,
                     document=parsed.document if parsed is not None else None,
                 )

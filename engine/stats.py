@@ -26,6 +26,7 @@ class Counters:
     links: int = 0  # links extracted from pages
     redirects: int = 0
     truncated: int = 0
+    store_filtered: int = 0  # pages the store filter kept out of the WARC files
     refused_addresses: int = 0
     todo_waits: int = 0  # times a fetcher found the todo ring empty
     todo_wait_seconds: float = 0.0  # fetcher-seconds spent waiting on an empty todo ring

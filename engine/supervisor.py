@@ -395,14 +395,15 @@ _NOT_ADDED = frozenset(("stop_reason", "elapsed_seconds", "pages_per_second", "p
 
 
 def add_up(parts: list[dict]) -> dict:
-    """Numbers added key by key, nested tables too (counters of several agents)."""
+    """Numbers added key by key, nested tables too (counters of several agents); rates take the maximum."""
     out: dict[str, Any] = {}
     for part in parts:
         for key, value in part.items():
             if isinstance(value, dict):
                 out[key] = add_up([out.get(key, {}), value])
             elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                out[key] = out.get(key, 0) + value
+                # a rate (the dedup filter's error rate) is the same kind of figure per agent: the worst one
+                out[key] = max(out.get(key, 0), value) if key.endswith("_rate") else out.get(key, 0) + value
     return out
 
 

@@ -20,6 +20,7 @@ SMOKE = {
     "sieve": ["bench.sieve_bench", "--urls", "200000", "--bucket-slots", "20000"],
     "virtualizer": ["bench.virtualizer_bench", "--items", "100000", "--hosts", "1000"],
     "warc": ["bench.warc_bench", "--pages", "100", "--runs", "1"],
+    "store": ["bench.store_bench", "--pages", "100", "--rounds", "1", "--crawl-seconds", "2", "--hosts", "100"],
     "parse": ["bench.parse_bench", "--pages", "20", "--repeat", "1"],
     "fetch": ["bench.fetch_bench", "--seconds", "1", "--rounds", "1", "--workers", "20"],
     "frontier_memory": ["bench.frontier_memory", "--urls", "60000", "--step", "20000", "--hosts", "500",

@@ -123,6 +123,9 @@ def test_warc_holds_every_response_as_the_server_sent_it(full_crawl) -> None:  #
                     payload = record.content_stream().read()  # content-encoding undone by warcio
                     assert payload == expected.body, f"payload of {uri} differs from what the server sent"
                     assert record.http_headers.get_statuscode() == str(expected.status)
+                elif kind == "revisit":  # content stored before under another URL (store/archive.py)
+                    responses += 1
+                    response_ids.add(record.rec_headers.get_header("WARC-Record-ID"))
     assert responses == len(log), "one response record per request the server answered"
     assert requests == responses and concurrent == response_ids, "request records must point at their responses"
 
@@ -176,7 +179,7 @@ def test_sigterm_stops_cleanly_and_stores_every_fetched_page(tmp_path: Path, big
     stored = 0
     for path in (tmp_path / "out" / "warc").glob("*.warc.gz"):
         with path.open("rb") as f:
-            stored += sum(r.rec_type == "response" for r in ArchiveIterator(f))
+            stored += sum(r.rec_type in ("response", "revisit") for r in ArchiveIterator(f))
     assert not list((tmp_path / "out" / "warc").glob("*.open")), "a WARC file was left open"
     answered = [r for r in log if not r.aborted]
     assert stored == len(answered) >= 60
@@ -263,7 +266,27 @@ def test_crawl_run_without_seeds_crawls_the_in_vitro_web(tmp_path: Path) -> None
     records = 0
     for path in (tmp_path / "out" / "warc").glob("*.warc.gz"):
         with path.open("rb") as f:
-            records += sum(r.rec_type == "response" for r in ArchiveIterator(f))
+            records += sum(r.rec_type in ("response", "revisit") for r in ArchiveIterator(f))
     assert records == stats["pages"] + stats["robots"]
     served = [line for line in (tmp_path / "out" / "invitro" / "requests.jsonl").read_text().splitlines() if line]
     assert len(served) == records, "the in-vitro child must have been stopped with its log flushed"
+
+
+def test_parse_and_store_filters_decide_what_is_parsed_and_archived(tmp_path: Path) -> None:
+    web = WebThread(SMALL_WEB, tmp_path / "requests.jsonl")
+    seeds = web.web.seeds[:3]
+    try:
+        result = run_crawl(tmp_path / "out", seeds, dns=web.web.dns_address,
+                           settings=["politeness.host_delay=0.01", "politeness.ip_delay=0", "engine.processes=1",
+                                     'filters.parse="false"', 'filters.store="not content_type(text/html)"'])
+    finally:
+        log = web.stop()
+    pages = page_requests(log)
+    assert sorted(url_of(r, web.model.port) for r in pages) == sorted(canonicalize(s) for s in seeds), \
+        "with nothing parsed, only the seeds are fetched"
+    assert result.stats["store_filtered"] == len(pages)
+    kinds = []
+    for path in (tmp_path / "out" / "warc").glob("*.warc.gz"):
+        with path.open("rb") as f:
+            kinds += [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(f) if r.rec_type == "response"]
+    assert kinds and all(uri.endswith("/robots.txt") for uri in kinds), "HTML pages were kept out of the archive"

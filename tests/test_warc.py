@@ -1,4 +1,5 @@
-"""store/warc.py: records read back with warcio, one gzip member each, files finished by rename, torn tails cut."""
+"""store/warc.py: records read back with warcio, one gzip member each, files finished by rename, torn tails cut,
+revisit and metadata records as WARC 1.1 has them."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
 
-from store.warc import RecordLocation, WarcStore, repair_torn_tail, warc_date
+from store.errors import StoreFull
+from store.warc import PROFILE_IDENTICAL, Capture, Exchange, Revisit, WarcStore, repair_torn_tail, warc_date
 
 INFO = {"software": "crawl/test", "format": "WARC File Format 1.1", "hostname": "test-host", "operator": "tests"}
 REQUEST = b"GET /page.html HTTP/1.1\r\nHost: example.test\r\nUser-Agent: crawl/test\r\n\r\n"
@@ -24,7 +26,7 @@ RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\
 FETCHED_AT = 1_700_000_000.25
 
 
-def store_page(warc: WarcStore, n: int = 0, **overrides: object) -> RecordLocation:
+def store_page(warc: WarcStore, n: int = 0, revisit: Revisit | None = None, **overrides: object) -> Capture:
     args: dict[str, object] = dict(
         url=f"http://example.test/page{n}.html",
         ip="127.0.0.1",
@@ -34,7 +36,10 @@ def store_page(warc: WarcStore, n: int = 0, **overrides: object) -> RecordLocati
         body=BODY,
     )
     args.update(overrides)
-    return warc.store_exchange(**args)  # type: ignore[arg-type]
+    capture = warc.store_exchange(Exchange(**args), revisit=revisit)  # type: ignore[arg-type]
+    if warc.full:
+        warc.close_file()
+    return capture
 
 
 def records(path: Path) -> list:  # type: ignore[type-arg]
@@ -285,9 +290,68 @@ def test_a_failed_write_leaves_no_partial_member_behind(tmp_path: Path) -> None:
         real = warc._out
         assert real is not None
         warc._out = DiskFullHalfway(real)  # type: ignore[assignment]
-        with pytest.raises(OSError):
+        with pytest.raises(StoreFull, match="store full: cannot write .*No space left on device"):
             store_page(warc, 1)
         warc._out = real
         store_page(warc, 2)
     uris = [h.get_header("WARC-Target-URI") for h, t, _ in records(finished(tmp_path)[0]) if t == "response"]
     assert uris == ["http://example.test/page0.html", "http://example.test/page2.html"]
+
+
+# -- revisit, metadata and dns records ----------------------------------------------------------------
+
+
+ORIGINAL = Revisit("http://example.test/page0.html", "2023-11-14T22:13:20.250000Z", "<urn:uuid:0>", PROFILE_IDENTICAL)
+
+
+def test_a_revisit_is_a_revisit_record_with_the_head_only_and_refers_to_the_original(tmp_path: Path) -> None:
+    """The Common Crawl fork once wrote revisits as ``WARC-Type: response`` (peers.md §2): not here."""
+    with WarcStore(tmp_path, info=INFO) as warc:
+        capture = store_page(warc, 1, revisit=ORIGINAL)
+    assert capture.record_type == "revisit"
+    [path] = finished(tmp_path)
+    (_, _, _), (req, _, _), (rev, rev_type, block) = records(path)
+    assert rev_type == "revisit" and rev.get_header("WARC-Type") == "revisit"
+    assert block == RESPONSE  # the payload is not stored again
+    assert rev.get_header("WARC-Target-URI") == "http://example.test/page1.html"
+    assert rev.get_header("WARC-Profile") == "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+    assert rev.get_header("WARC-Refers-To-Target-URI") == ORIGINAL.uri
+    assert rev.get_header("WARC-Refers-To-Date") == ORIGINAL.date
+    assert rev.get_header("WARC-Refers-To") == ORIGINAL.record_id
+    assert rev.get_header("WARC-Payload-Digest") == sha1_b32(BODY)  # the digest that was compared
+    assert rev.get_header("WARC-Block-Digest") == sha1_b32(RESPONSE)
+    assert req.get_header("WARC-Concurrent-To") == rev.get_header("WARC-Record-ID")
+
+
+def test_metadata_record_follows_its_response(tmp_path: Path) -> None:
+    fields = [("fetchTimeMs", "12"), ("outlink", "http://example.test/a\r\nWARC-Type: x"), ("outlink", "http://b.test/")]
+    with WarcStore(tmp_path, info=INFO) as warc:
+        warc.store_exchange(Exchange("http://example.test/", None, FETCHED_AT, REQUEST, RESPONSE, BODY), metadata=fields)
+    [_, _, (resp, _, _), (meta, meta_type, block)] = records(finished(tmp_path)[0])
+    assert meta_type == "metadata" and meta.get_header("Content-Type") == "application/warc-fields"
+    assert meta.get_header("WARC-Concurrent-To") == resp.get_header("WARC-Record-ID")
+    assert meta.get_header("WARC-Target-URI") == "http://example.test/"
+    assert block.decode().splitlines() == [
+        "fetchTimeMs: 12", "outlink: http://example.test/a%0D%0AWARC-Type: x", "outlink: http://b.test/"]
+
+
+def test_dns_record_as_heritrix_writes_it(tmp_path: Path) -> None:
+    with WarcStore(tmp_path, info=INFO) as warc:
+        warc.store_dns("h1.web.test", ["127.0.1.1"], FETCHED_AT, 60)
+    [_, (dns, kind, block)] = records(finished(tmp_path)[0])
+    assert kind == "response" and dns.get_header("WARC-Target-URI") == "dns:h1.web.test"
+    assert dns.get_header("Content-Type") == "text/dns"
+    assert block == b"20231114221320\nh1.web.test.\t60\tIN\tA\t127.0.1.1\n"
+
+
+@pytest.mark.skipif(shutil.which("warcio", path=str(Path(sys.executable).parent)) is None, reason="no warcio CLI")
+def test_warcio_check_accepts_revisit_metadata_and_dns_records(tmp_path: Path) -> None:
+    with WarcStore(tmp_path, info=INFO) as warc:
+        warc.store_exchange(Exchange("http://example.test/", "127.0.0.1", FETCHED_AT, REQUEST, RESPONSE, BODY),
+                            metadata=[("outlink", "http://example.test/x")])
+        store_page(warc, 1, revisit=ORIGINAL)
+        warc.store_dns("example.test", ["127.0.0.1"], FETCHED_AT, 60)
+    [path] = finished(tmp_path)
+    check = subprocess.run([str(Path(sys.executable).parent / "warcio"), "check", "-v", str(path)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -44,8 +44,8 @@ from urllib.parse import urlsplit
 
 import xxhash
 
-from bench.invitro import html
-from bench.invitro.page import STYLESHEET, UTM_SOURCES, HostTable, write_page
+from bench.invitro import hostile, html
+from bench.invitro.page import STYLESHEET, UTM_SOURCES, HostTable, Page, write_page
 
 _NORMAL = NormalDist()
 # 1024 dates from 2017 to 2025: formatting one per page would cost more than a page's links.
@@ -113,6 +113,18 @@ class WebParams:
     """seed of every hash: a different seed is a different web"""
     domain: str = "web.test"
     """the domain every host name ends with"""
+    duplicate_share: float = 0.0
+    """share of pages (not ``/``) also served at ``?mirror=k`` (the same bytes) and ``?edition=k``
+    (the same page with another edition number: a near-duplicate), k = 1..duplicate_copies; the
+    page's nav links them"""
+    duplicate_copies: int = 2
+    """copies of each kind of a duplicated page"""
+    hostile_share: float = 0.0
+    """share of hosts whose home page links the hostile resources of ``bench/invitro/hostile.py``"""
+    bomb_bytes: int = 1 << 26
+    """decoded size of each decompression bomb"""
+    big_bytes: int = 1 << 23
+    """size of the oversized page ``/hostile/big.html``"""
 
     def __post_init__(self) -> None:
         if self.hosts < 1 or self.hosts_per_ip < 1 or self.branching < 1 or self.mean_pages < 1:
@@ -123,6 +135,8 @@ class WebParams:
                 raise ValueError(f"{name} must lie in [0, 1], not {value}")
         if self.frac_404 + self.frac_500 + self.frac_redirect > 1:
             raise ValueError("frac_404 + frac_500 + frac_redirect must not exceed 1")
+        if self.duplicate_copies < 1 or self.bomb_bytes < 0 or self.big_bytes < 0:
+            raise ValueError("duplicate_copies must be at least 1, bomb_bytes and big_bytes not negative")
         if self.robots_404_share + self.robots_5xx_share > 1:
             raise ValueError("robots_404_share + robots_5xx_share must not exceed 1")
         ip_addresses(self)  # raises if the IPs leave 127.0.0.0/8
@@ -193,6 +207,20 @@ class Response:
 def _lognormal(mean: float, sigma: float, unit: float) -> float:
     """The log-normal quantile at ``unit`` (in (0, 1)) with the given mean."""
     return math.exp(math.log(mean) - sigma * sigma / 2 + sigma * _NORMAL.inv_cdf(unit))
+
+
+def copy_of(target: str) -> tuple[str, str, int]:
+    """(target without it, kind, k) for a trailing ``mirror=k`` or ``edition=k`` argument, else (target, "", 0)."""
+    at = target.rfind("=")
+    for kind in ("mirror", "edition"):
+        start = at - len(kind)
+        if start > 0 and target[start - 1] in "?&" and target[start:at] == kind and target[at + 1 :].isdigit():
+            return target[: start - 1], kind, int(target[at + 1 :])
+    return target, "", 0
+
+
+def copy_target(target: str, kind: str, k: int) -> str:
+    return f"{target}{'&' if '?' in target else '?'}{kind}={k}"
 
 
 def strip_utm(target: str) -> str:
@@ -390,9 +418,17 @@ class WebModel:
             return self._robots(info)
         if target == STYLESHEET:
             return Response(200, "OK", [("Content-Type", "text/css")], html.STYLESHEET_CSS, compressible=True)
+        if target.startswith(hostile.PREFIX) and self.is_hostile(info):
+            answer = hostile.respond(target, self.params.bomb_bytes, self.params.big_bytes)
+            if answer is not None:
+                links = [info.origin + "/"] if target.endswith("broken.html") else []
+                return Response(200, "OK", answer[0], answer[1], links=links, nofollow=[False] * len(links), tags=["a"] * len(links))
         delay = self.params.slow_seconds if self._unit(f"{host}|slow|{target}") < self.params.frac_slow else 0.0
-        base = strip_utm(target)
+        base, copy, number = copy_of(target)
+        base = strip_utm(base)
         i = self.page_of(info, base)
+        if copy and (i is None or not 1 <= number <= self.params.duplicate_copies or not self.is_duplicated(info, i)):
+            return _error(404, "Not Found", "No such copy.", delay)
         if i is None:
             k = self.file_of(info, target)
             if k is not None:
@@ -400,7 +436,11 @@ class WebModel:
             return _error(404, "Not Found", "No such page.", delay)
         status = self.page_status(info, i)
         if status == 200:
-            return self._page(info, i, delay)
+            page = self._page(info, i, delay)
+            if copy == "edition":  # the same page but for one number: a near-duplicate
+                body = page.body.replace(b">Edition 0<", b">Edition %d<" % number, 1)
+                return Response(200, "OK", page.headers, body, delay, page.links, page.nofollow, page.tags, True)
+            return page
         if status in (301, 302):
             return self._redirect(info, i, status, delay)
         return _error(status, "Not Found" if status == 404 else "Internal Server Error", "Sorry.", delay)
@@ -452,12 +492,43 @@ class WebModel:
         rng = random.Random(self._hash(f"{info.name}|page|{i}"))
         size = int(_lognormal(self.params.page_bytes, 0.3, rng.random() or 0.5))
         page = write_page(self, info, i, rng, size)
+        if self.is_duplicated(info, i) or (i == 0 and self.is_hostile(info)):
+            page = self._with_extra_links(info, i, page)
         headers = [
             ("Content-Type", "text/html; charset=utf-8"),
             ("Last-Modified", _LAST_MODIFIED[rng.getrandbits(10)]),
             ("Cache-Control", "max-age=600"),
         ]
         return Response(200, "OK", headers, page.body, delay, page.urls, page.nofollow, page.tags, True)
+
+    def is_duplicated(self, info: HostInfo, i: int) -> bool:
+        """Page ``i`` is also served at ``?mirror=k`` and ``?edition=k`` (``duplicate_share``)."""
+        share = self.params.duplicate_share
+        return share > 0 and i > 0 and self._unit(f"{info.name}|duplicate|{i}") < share
+
+    def is_hostile(self, info: HostInfo) -> bool:
+        """The host serves and links the hostile resources (``hostile_share``)."""
+        share = self.params.hostile_share
+        return share > 0 and self._unit(f"{info.name}|hostile") < share
+
+    def _with_extra_links(self, info: HostInfo, i: int, page: Page) -> Page:
+        """The page with its copies (and, on a hostile home page, the hostile resources) linked from its nav.
+
+        An edition marker goes with the copies, so editions differ from the page in one number only.
+        """
+        targets: list[str] = []
+        body = page.body
+        if self.is_duplicated(info, i):
+            path = self.host_paths(info)[i]
+            copies = range(1, self.params.duplicate_copies + 1)
+            targets += [copy_target(path, kind, k) for kind in ("mirror", "edition") for k in copies]
+            body = body.replace(b'<main id="main">\n', b'<main id="main">\n<p class="edition">Edition 0</p>\n', 1)
+        if i == 0 and self.is_hostile(info):
+            targets += hostile.TARGETS
+        items = b"".join(b'<li><a href="%s">%s</a></li>\n' % (html.escape(t), html.escape(t)) for t in targets)
+        body = body.replace(b'<nav aria-label="site">\n<ul>\n', b'<nav aria-label="site">\n<ul>\n' + items, 1)
+        urls = [info.origin + t for t in targets]
+        return Page(body, page.urls + urls, page.nofollow + [False] * len(urls), page.tags + ["a"] * len(urls))
 
     def external_link(self, r: Callable[[], float]) -> tuple[str, str]:
         """A link to another host's page, drawn with ``r``: (URL, href as written)."""

@@ -1,0 +1,219 @@
+"""CDXJ indexes: one per WARC file, so replay tools (pywb, ``crawl warc cat``) find records by URL.
+
+A line is ``SURT-key 14-digit-timestamp {json}``, the JSON holding ``url``, ``mime``,
+``status``, ``digest``, ``length``, ``offset`` and ``filename`` as pywb's and cdxj-indexer's
+lines do (``mime`` is ``warc/revisit`` for revisit records). Response and revisit records
+are indexed (robots.txt and ``dns:`` answers included); requests and metadata are not.
+
+Files, and why:
+
+* While its WARC file is written, ``X.cdxj.open`` gets one line per record, in the order of
+  the WARC, through a buffer: a crash may lose or tear the last lines, and they are rebuilt
+  from the WARC (:mod:`store.recovery`), which is the journal. Lines are appended, never
+  rewritten, so the complete lines of a torn file are a prefix of the right answer.
+* When the WARC file is finished, its lines are sorted (by key, then time) into ``X.cdxj``,
+  made durable, and only then is ``X.cdxj.open`` removed. A sorted file is what pywb
+  binary-searches; a finished WARC of 1 GiB has some 65,000 lines, sorted in memory.
+
+The SURT key is the Internet Archive's form (``com,example)/path?a=1&b=2``: host labels
+reversed, ``www.`` dropped, default port dropped, query arguments sorted, everything lower
+case, a trailing slash dropped). It is computed here, for URLs that the crawler has already
+canonicalised, at about 2 µs; the ``surt`` package would add tldextract and a second
+canonicalisation. Lookups compare the stored ``url`` exactly, so keys that fold case or
+argument order only narrow the search.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import orjson
+
+from store.errors import StoreFull, is_no_room
+
+CDXJ_SUFFIX = ".cdxj"
+OPEN_SUFFIX = ".open"
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def surt(url: str) -> str:
+    """The SURT key of ``url`` (``dns:`` and other opaque URIs are only lower-cased)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url.lower()
+    authority, _, path = rest.partition("/")
+    path, _, _ = ("/" + path).partition("#")
+    host = authority.rpartition("@")[2].lower()
+    port = ""
+    if not host.endswith("]") and host.count(":") == 1:
+        host, port = host.split(":")
+        if port == _DEFAULT_PORTS.get(scheme.lower()):
+            port = ""
+    if host.startswith("www.") and host.count(".") > 1:
+        host = host[4:]
+    if not (host.startswith("[") or host.replace(".", "").isdigit()):  # IP literals keep their order
+        host = ",".join(reversed(host.split(".")))
+    path, question, query = path.partition("?")
+    if len(path) > 1 and path.endswith("/"):
+        path = path[:-1]
+    if question:
+        query = "&".join(sorted(query.split("&")))
+        path += "?" + query
+    return f"{host}{':' + port if port else ''}){path}".lower()
+
+
+def mime_of(content_type: str | None) -> str:
+    """The index's ``mime``: the media type without parameters, or ``unk``."""
+    return (content_type or "").split(";", 1)[0].strip().lower() or "unk"
+
+
+def timestamp14(warc_date: str) -> str:
+    """``2026-11-22T10:00:00.123456Z`` → ``20261122100000``."""
+    return warc_date[:19].replace("-", "").replace("T", "").replace(":", "")
+
+
+def cdxj_line(
+    url: str, warc_date: str, *, mime: str, status: int | None, digest: str, length: int, offset: int, filename: str
+) -> bytes:
+    fields: dict[str, str] = {"url": url, "mime": mime}
+    if status is not None:
+        fields["status"] = str(status)
+    fields.update(digest=digest, length=str(length), offset=str(offset), filename=filename)
+    return f"{surt(url)} {timestamp14(warc_date)} ".encode() + orjson.dumps(fields) + b"\n"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """One parsed CDXJ line."""
+
+    key: str
+    timestamp: str
+    url: str
+    mime: str
+    status: int | None
+    digest: str
+    length: int
+    offset: int
+    filename: str
+
+
+def parse_line(line: bytes) -> IndexEntry:
+    """Parse one line; ``ValueError`` if it is not a CDXJ line of this form."""
+    try:
+        key, timestamp, blob = line.rstrip(b"\n").split(b" ", 2)
+        f = orjson.loads(blob)
+        return IndexEntry(
+            key.decode(), timestamp.decode(), f["url"], f["mime"], int(f["status"]) if "status" in f else None,
+            f["digest"], int(f["length"]), int(f["offset"]), f["filename"],
+        )
+    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as e:
+        raise ValueError(f"not a CDXJ line: {line[:120]!r}") from e
+
+
+def index_name(warc_name: str) -> str:
+    """``X.warc.gz`` → ``X.cdxj``."""
+    return warc_name.removesuffix(".warc.gz") + CDXJ_SUFFIX
+
+
+def complete_lines(path: Path) -> list[bytes]:
+    """The whole, parseable lines at the start of ``path``; the file is cut just after them."""
+    data = path.read_bytes()
+    lines = data.split(b"\n")[:-1]  # whatever follows the last newline is torn
+    keep = []
+    for line in lines:
+        try:
+            parse_line(line)
+        except ValueError:
+            break  # a zero-filled or garbled tail: nothing after it is trusted
+        keep.append(line)
+    size = sum(len(line) + 1 for line in keep)
+    if size < len(data):
+        with open(path, "r+b") as f:
+            f.truncate(size)
+    return [line + b"\n" for line in keep]
+
+
+def write_sorted(lines: list[bytes], final: Path) -> None:
+    """Write ``lines`` sorted into ``final`` and make it durable (a full disk raises ``StoreFull``)."""
+    try:
+        with open(final, "wb") as f:
+            f.writelines(sorted(lines))
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        final.unlink(missing_ok=True)
+        if is_no_room(e):
+            raise StoreFull(final, e) from e
+        raise
+
+
+class IndexWriter:
+    """Appends the lines of one WARC file's index to ``X.cdxj.open``; ``finish`` sorts them into ``X.cdxj``."""
+
+    def __init__(self, directory: Path, warc_name: str) -> None:
+        self.final = directory / index_name(warc_name)
+        self.path = self.final.with_name(self.final.name + OPEN_SUFFIX)
+        self.lines = 0
+        self._file: IO[bytes] | None = None
+
+    def add(self, line: bytes) -> None:
+        try:
+            if self._file is None:
+                self._file = open(self.path, "ab", buffering=1 << 16)
+            self._file.write(line)
+        except OSError as e:
+            if is_no_room(e):
+                raise StoreFull(self.path, e) from e
+            raise
+        self.lines += 1
+
+    def finish(self) -> None:
+        """Sort the lines into the finished index, then drop the open file (rebuilt from the WARC if this fails)."""
+        try:
+            if self._file is not None:
+                self._file.close()
+            elif not self.path.exists():
+                self.path.touch()  # a WARC file with no indexed record still gets its (empty) index
+        except OSError as e:
+            if is_no_room(e):
+                raise StoreFull(self.path, e) from e
+            raise
+        finally:
+            self._file = None
+        write_sorted(self.path.read_bytes().splitlines(keepends=True), self.final)
+        self.path.unlink()
+
+    def abandon(self) -> None:
+        """Close without finishing: the ``.open`` file stays, marked, for the next open to rebuild."""
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass  # the lines lost in the buffer are rebuilt from the WARC
+            self._file = None
+
+
+def index_files(directory: Path) -> list[Path]:
+    """Every finished and open index in ``directory``."""
+    return sorted(p for p in directory.iterdir() if p.name.endswith((CDXJ_SUFFIX, CDXJ_SUFFIX + OPEN_SUFFIX)))
+
+
+def lookup(directory: Path, url: str) -> Iterator[IndexEntry]:
+    """Every capture of exactly ``url`` in the indexes of ``directory``, oldest first."""
+    prefix = surt(url).encode() + b" "
+    found = []
+    for path in index_files(directory):
+        with open(path, "rb") as f:
+            for line in f:
+                if line.startswith(prefix):
+                    try:
+                        entry = parse_line(line)
+                    except ValueError:
+                        continue  # a torn last line of an open index
+                    if entry.url == url:
+                        found.append(entry)
+    return iter(sorted(found, key=lambda e: (e.timestamp, e.filename, e.offset)))

@@ -1,0 +1,162 @@
+"""Content signatures seen so far, and the capture that first had each: what makes a revisit.
+
+BUbiNG keeps page signatures in a Bloom filter (bubing-nadine.md §2.4, peers.md §1.8): a page
+whose signature is in the filter is a duplicate. A filter alone cannot say *which* capture
+had the content first, and a revisit record must name it (``WARC-Refers-To-Target-URI``,
+``-Date``), so here the filter stands in front of a table on disk:
+
+* **Bloom filter** (pybloomfiltermmap3, a file mapped in memory, ``X-signatures.bloom``),
+  sized for ``capacity`` signatures at ``error_rate``. It answers "never seen" for most
+  pages in about 2 µs, without touching the table.
+* **SQLite table** (``X-signatures.sqlite``): signature → the original's URI, date, record id
+  and payload digest. It is asked only when the filter says "seen", so a false positive of
+  the filter costs one lookup and is counted, never a lost page. New rows are inserted in
+  batches (one transaction per ``batch`` pages, about 15–20 µs a page).
+
+Persistence: both files outlive the process. A kill -9 loses at most the last batch of rows
+(the filter, a file mapping, keeps its bits); such a signature then reads as a filter false
+positive and the page is stored in full: nothing is lost. If the filter file is missing or
+was sized differently, it is rebuilt from the table. A full disk raises ``StoreFull``.
+
+The filter's false-positive rate is reported two ways: the rate its fill implies now,
+``(1 - e^(-k·n/m))^k``, and the share of "seen" answers the table did not confirm.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import pybloomfilter  # type: ignore[import-not-found]  # pybloomfiltermmap3 has no stubs
+
+from store.errors import StoreFull, is_no_room
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS signatures (
+    key INTEGER PRIMARY KEY,   -- the first 8 bytes of the signature, as a signed integer
+    tail INTEGER NOT NULL,     -- the last 8 bytes
+    uri TEXT NOT NULL, date TEXT NOT NULL, record_id TEXT NOT NULL, digest TEXT NOT NULL)"""
+
+
+@dataclass(frozen=True, slots=True)
+class Original:
+    """The first capture of some content."""
+
+    uri: str
+    date: str  # WARC-Date
+    record_id: str
+    payload_digest: str
+
+
+@dataclass(frozen=True)
+class DedupStatistics:
+    signatures: int  # distinct signatures remembered (this run and earlier ones)
+    bloom_capacity: int
+    bloom_error_rate: float  # configured, at capacity
+    bloom_fill_false_positive_rate: float  # what the filter's fill implies now
+    bloom_hits: int  # "seen" answers of the filter
+    bloom_false_positives: int  # of those, not confirmed by the table
+
+
+def _split(signature: bytes) -> tuple[int, int]:
+    return int.from_bytes(signature[:8], "big", signed=True), int.from_bytes(signature[8:16], "big", signed=True)
+
+
+class SignatureIndex:
+    """Signatures → first captures, for one store instance (``prefix``) in ``directory``."""
+
+    def __init__(self, directory: Path, prefix: str, *, capacity: int, error_rate: float, batch: int = 256) -> None:
+        self.bloom_path = directory / f"{prefix}-signatures.bloom"
+        self.table_path = directory / f"{prefix}-signatures.sqlite"
+        self.capacity, self.error_rate, self.batch = capacity, error_rate, batch
+        self._pending: dict[int, tuple[int, int, str, str, str, str]] = {}
+        self._hits = self._false = 0
+        self._final: DedupStatistics | None = None
+        try:
+            self._db = sqlite3.connect(self.table_path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(_SCHEMA)
+            self._count = self._db.execute("SELECT count(*) FROM signatures").fetchone()[0]
+            self._bloom = self._open_bloom()
+        except (sqlite3.OperationalError, OSError) as e:
+            raise self._error(e) from e
+
+    def _open_bloom(self) -> pybloomfilter.BloomFilter:
+        if self.bloom_path.exists():
+            bloom = pybloomfilter.BloomFilter.open(str(self.bloom_path), "rw")
+            if bloom.capacity == self.capacity and math.isclose(bloom.error_rate, self.error_rate):
+                return bloom
+            bloom.close()
+            self.bloom_path.unlink()
+        bloom = pybloomfilter.BloomFilter(self.capacity, self.error_rate, str(self.bloom_path))
+        for key, tail in self._db.execute("SELECT key, tail FROM signatures"):
+            bloom.add(key.to_bytes(8, "big", signed=True) + tail.to_bytes(8, "big", signed=True))
+        return bloom
+
+    def original(self, signature: bytes) -> Original | None:
+        """The first capture with this signature, if one was remembered."""
+        if signature not in self._bloom:
+            return None
+        self._hits += 1
+        key, tail = _split(signature)
+        row = self._pending.get(key)
+        if row is None:
+            row = self._db.execute("SELECT * FROM signatures WHERE key = ?", (key,)).fetchone()
+        if row is None or row[1] != tail:
+            self._false += 1
+            return None
+        return Original(*row[2:])
+
+    def remember(self, signature: bytes, original: Original) -> None:
+        """Record ``original`` as the first capture of ``signature``."""
+        key, tail = _split(signature)
+        self._bloom.add(signature)
+        self._pending[key] = (key, tail, original.uri, original.date, original.record_id, original.payload_digest)
+        if len(self._pending) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        """Insert the pending rows in one transaction."""
+        if not self._pending:
+            return
+        before = self._db.total_changes
+        try:
+            with self._db:
+                self._db.execute("BEGIN")
+                self._db.executemany("INSERT OR IGNORE INTO signatures VALUES (?, ?, ?, ?, ?, ?)", self._pending.values())
+        except sqlite3.OperationalError as e:
+            raise self._error(e) from e
+        self._count += self._db.total_changes - before  # rows ignored as already there are not counted
+        self._pending.clear()
+
+    def _error(self, e: BaseException) -> BaseException:
+        full = isinstance(e, sqlite3.OperationalError) and getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        return StoreFull(self.table_path, e) if full or is_no_room(e) else e
+
+    def close(self) -> None:
+        """Flush the pending rows and close both files (idempotent; statistics stay readable)."""
+        if self._final is not None:
+            return
+        try:
+            self.flush()
+        finally:
+            self._final = self.statistics()
+            self._db.close()
+            self._bloom.close()
+
+    def statistics(self) -> DedupStatistics:
+        if self._final is not None:
+            return self._final
+        bloom = self._bloom
+        n = self._count + len(self._pending)
+        k, m = bloom.num_hashes, bloom.num_bits
+        return DedupStatistics(
+            signatures=n,
+            bloom_capacity=self.capacity,
+            bloom_error_rate=self.error_rate,
+            bloom_fill_false_positive_rate=(1.0 - math.exp(-k * n / m)) ** k,
+            bloom_hits=self._hits,
+            bloom_false_positives=self._false,
+        )

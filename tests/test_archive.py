@@ -1,0 +1,263 @@
+"""store/archive.py: revisits for seen content, CDXJ lookups that land on the record, the link graph,
+repair after kill -9, and a full disk (a real one: a tmpfs of a few hundred KB)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import subprocess
+import sys
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
+
+from engine.config import StoreConfig
+from engine.warc_cli import verify_file
+from store import cdxj, linkgraph
+from store.archive import PROFILE_NEAR, Archive, Check
+from store.errors import StoreFull
+from store.warc import PROFILE_IDENTICAL, Exchange, end_of_complete_members
+
+INFO = {"software": "crawl/test", "format": "WARC File Format 1.1"}
+REQUEST = b"GET / HTTP/1.1\r\nHost: example.test\r\n\r\n"
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+
+
+def settings(**changes: object) -> StoreConfig:
+    return dataclasses.replace(StoreConfig(), **{"dedup_capacity": 10_000, **changes})  # type: ignore[arg-type]
+
+
+def page(n: int, edition: int = 0) -> bytes:
+    letters = "".join(chr(ord("a") + int(d)) for d in str(n))  # digits would not tell pages apart
+    words = " ".join(f"word{letters}x{k}" for k in range(200))
+    return f'<html><body class="c{edition}"><p>Edition {edition}</p><p>{words}</p></body></html>'.encode()
+
+
+def store(archive: Archive, url: str, body: bytes, *, status: int = 200, links: tuple[str, ...] = (),
+          truncated: str | None = None, when: float = 1_700_000_000.0) -> tuple[Check, str]:
+    check = archive.examine(status=status, body=body, payload=body, html=True, complete=truncated is None)
+    exchange = Exchange(url, "127.0.0.1", when, REQUEST, HEAD.replace(b"200 OK", b"%d X" % status), body, truncated)
+    capture = archive.store(exchange, status=status, mime="text/html", check=check, page=True, links=links)
+    return check, capture.record_type
+
+
+def records(directory: Path) -> Iterator:  # type: ignore[type-arg]
+    for path in sorted(directory.glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for record in ArchiveIterator(f, check_digests="raise"):
+                record.content_stream().read()
+                yield record
+
+
+def by_type(directory: Path, kind: str) -> dict[str, object]:
+    return {r.rec_headers.get_header("WARC-Target-URI"): r.rec_headers for r in records(directory) if r.rec_type == kind}
+
+
+# -- dedup -------------------------------------------------------------------------------------------------
+
+
+def test_the_same_content_under_n_urls_is_one_response_and_n_minus_1_revisits(tmp_path: Path) -> None:
+    urls = [f"http://h{k}.test/copy.html" for k in range(4)]
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        kinds = [store(archive, url, page(1), when=1_700_000_000.0 + k)[1] for k, url in enumerate(urls)]
+        stats = archive.statistics()
+    assert kinds == ["response", "revisit", "revisit", "revisit"]
+    responses, revisits = by_type(tmp_path, "response"), by_type(tmp_path, "revisit")
+    assert list(responses) == urls[:1] and sorted(revisits) == urls[1:]
+    original = responses[urls[0]]
+    for headers in revisits.values():
+        assert headers.get_header("WARC-Type") == "revisit"  # type: ignore[attr-defined]
+        assert headers.get_header("WARC-Profile") == PROFILE_IDENTICAL  # type: ignore[attr-defined]
+        assert headers.get_header("WARC-Refers-To-Target-URI") == urls[0]  # type: ignore[attr-defined]
+        assert headers.get_header("WARC-Refers-To-Date") == original.get_header("WARC-Date")  # type: ignore[attr-defined]
+        assert headers.get_header("WARC-Refers-To") == original.get_header("WARC-Record-ID")  # type: ignore[attr-defined]
+        assert headers.get_header("WARC-Payload-Digest") == original.get_header("WARC-Payload-Digest")  # type: ignore[attr-defined]
+    assert (stats.responses, stats.revisits_identical, stats.revisits_near) == (1, 3, 0)
+    assert stats.dedup is not None and stats.dedup.bloom_hits == 3 and stats.dedup.bloom_false_positives == 0
+
+
+def test_a_near_duplicate_is_a_revisit_with_the_near_profile(tmp_path: Path) -> None:
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        store(archive, "http://h.test/a", page(1, edition=0))
+        check, kind = store(archive, "http://h.test/a?edition=7", page(1, edition=7))
+        _, other = store(archive, "http://h.test/b", page(2))
+    assert (kind, other) == ("revisit", "response")
+    revisit = by_type(tmp_path, "revisit")["http://h.test/a?edition=7"]
+    assert revisit.get_header("WARC-Profile") == PROFILE_NEAR  # type: ignore[attr-defined]
+    assert revisit.get_header("WARC-Payload-Digest") == check.digest  # its own payload's, which differs
+    assert revisit.get_header("WARC-Refers-To-Target-URI") == "http://h.test/a"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"), [("near", ["response", "revisit", "revisit"]), ("exact", ["response", "response", "revisit"]),
+                           ("off", ["response", "response", "response"])],
+)
+def test_dedup_modes(tmp_path: Path, mode: str, expected: list[str]) -> None:
+    with Archive(tmp_path, "t", settings(dedup=mode), INFO) as archive:
+        kinds = [store(archive, f"http://h.test/{k}", body)[1] for k, body in enumerate((page(1), page(1, 5), page(1)))]
+    assert kinds == expected
+
+
+def test_errors_and_truncated_bodies_take_no_part(tmp_path: Path) -> None:
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        assert store(archive, "http://h.test/cut", page(1), truncated="length")[1] == "response"
+        assert store(archive, "http://h.test/whole", page(1))[1] == "response"  # a truncated page is no original
+        assert store(archive, "http://h.test/404a", page(9), status=404)[1] == "response"
+        assert store(archive, "http://h.test/404b", page(9), status=404)[1] == "response"
+        assert store(archive, "http://h.test/empty", b"")[1] == "response"
+        assert store(archive, "http://h.test/empty2", b"")[1] == "response"
+
+
+def test_signatures_outlive_the_archive_and_the_bloom_file(tmp_path: Path) -> None:
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        store(archive, "http://h.test/first", page(1))
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        assert store(archive, "http://h.test/again", page(1))[1] == "revisit"
+    (tmp_path / "t-signatures.bloom").unlink()
+    with Archive(tmp_path, "t", settings(dedup_error_rate=1e-4), INFO) as archive:  # rebuilt from the table
+        assert store(archive, "http://h.test/third", page(1))[1] == "revisit"
+        assert archive.statistics().dedup.bloom_error_rate == 1e-4  # type: ignore[union-attr]
+    with Archive(tmp_path, "t", settings(), INFO) as archive:  # sized differently again: rebuilt again
+        assert store(archive, "http://h.test/fourth", page(1))[1] == "revisit"
+
+
+# -- index and graph ---------------------------------------------------------------------------------------
+
+
+def test_cdxj_lookup_seeks_to_a_record_warcio_reads(tmp_path: Path) -> None:
+    urls = [f"http://www.h{k % 3}.test:8080/p/{k}?b=2&a={k}" for k in range(30)]
+    with Archive(tmp_path, "t", settings(warc_max_bytes=20_000), INFO) as archive:
+        for k, url in enumerate(urls):
+            store(archive, url, page(k))
+        store(archive, urls[0] + "&copy", page(0))  # a revisit is indexed too
+    indexes = sorted(tmp_path.glob("*.cdxj"))
+    assert len(indexes) == len(list(tmp_path.glob("*.warc.gz"))) > 1, "one index per WARC file, files rotated"
+    for index in indexes:
+        lines = index.read_bytes().splitlines()
+        assert lines == sorted(lines), "a finished index is sorted"
+    for url in urls + [urls[0] + "&copy"]:
+        [entry] = cdxj.lookup(tmp_path, url)
+        with open(tmp_path / entry.filename, "rb") as f:
+            f.seek(entry.offset)
+            record = next(iter(ArchiveIterator(io.BytesIO(f.read(entry.length)), check_digests="raise")))
+        assert record.rec_headers.get_header("WARC-Target-URI") == url
+        assert record.rec_type == ("revisit" if url.endswith("&copy") else "response")
+        assert entry.mime == ("warc/revisit" if url.endswith("&copy") else "text/html") and entry.status == 200
+        assert record.rec_headers.get_header("WARC-Payload-Digest") == entry.digest
+    assert list(cdxj.lookup(tmp_path, "http://www.h0.test:8080/p/0?b=2&a=0#x")) == []  # exact URLs only
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [("http://www.Example.com/A/b/?z=1&a=2", "com,example)/a/b?a=2&z=1"), ("https://example.com:443/", "com,example)/"),
+     ("http://example.com:8080", "com,example:8080)/"), ("http://127.0.0.1/x", "127.0.0.1)/x"), ("dns:example.com", "dns:example.com")],
+)
+def test_surt_keys(url: str, key: str) -> None:
+    assert cdxj.surt(url) == key
+
+
+def test_page_and_host_graph(tmp_path: Path) -> None:
+    a, b, c = "http://a.test/", "http://a.test/x", "http://b.test:81/"
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        store(archive, a, page(1), links=(b, c, b, "http://c.test/never"))
+        store(archive, b, page(2), links=(a,))
+        store(archive, c, page(1), links=(a, b))  # a duplicate: links given are kept as given
+    pages, hosts = linkgraph.read_graph(tmp_path)
+    edges = {(pages.names.get(int(pages.ids[s])), int(pages.ids[d])) for s, d in pages.edges}
+    assert edges == {(a, linkgraph.node_id(b)), (a, linkgraph.node_id(c)), (a, linkgraph.node_id("http://c.test/never")),
+                     (b, linkgraph.node_id(a)), (c, linkgraph.node_id(a)), (c, linkgraph.node_id(b))}
+    host_edges = {(hosts.names[int(hosts.ids[s])], int(hosts.ids[d]), int(w)) for (s, d), w in zip(hosts.edges, hosts.weights)}
+    assert ("a.test", linkgraph.node_id("a.test"), 2) in host_edges  # two pages of a.test link a.test
+    assert ("b.test:81", linkgraph.node_id("a.test"), 1) in host_edges
+    assert pages.index(linkgraph.node_id(a)) < len(pages.ids)
+
+
+# -- crash safety -------------------------------------------------------------------------------------------
+
+
+CHILD = """
+import sys, time
+from pathlib import Path
+from tests.test_archive import page, settings, store, INFO
+from store.archive import Archive
+archive = Archive(Path(sys.argv[1]), "t", settings(), INFO)
+for k in range(40):
+    store(archive, f"http://h.test/{k}", page(k % 30), links=(f"http://h.test/{k + 1}",))
+print("stored", flush=True)
+time.sleep(60)
+"""
+
+
+def test_after_kill_9_the_index_and_graph_are_rebuilt_to_agree_with_the_warc(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                             cwd=Path(__file__).parent.parent)
+    assert child.stdout is not None and child.stdout.readline() == "stored\n"
+    child.kill()
+    child.wait()
+    [warc] = tmp_path.glob("*.warc.gz.open")
+    stem = warc.name.removesuffix(".warc.gz.open")
+    # the buffers were lost with the process; tear what did reach the files, and the WARC's tail too
+    for suffix in (".cdxj.open", ".graph.open"):
+        with open(tmp_path / (stem + suffix), "ab") as f:
+            f.write(b"\0\0torn")
+    with open(warc, "ab") as f:
+        f.write(zlib.compress(b"WARC/1.1\r\n" * 100, wbits=31)[:-9])
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        stats = archive.statistics()
+        store(archive, "http://h.test/after", page(99))
+    assert not list(tmp_path.glob("*.open"))
+    for path in tmp_path.glob("*.warc.gz"):
+        assert verify_file(path) == "", path
+    assert stats.repaired_files == 1 and stats.index_lines_rebuilt == 40 and stats.graph_pages_rebuilt == 40
+    revisits = by_type(tmp_path, "revisit")
+    assert len(revisits) == 10 and len(by_type(tmp_path, "response")) == 31
+    pages, _ = linkgraph.read_graph(tmp_path)
+    assert len(pages.edges) == 40 and set(pages.names.values()) == {f"http://h.test/{k}" for k in range(40)} | {"http://h.test/after"}
+
+
+# -- a full disk ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A tmpfs of 400 KiB (needs root, as CI and the development machines have)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (not root?)")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_raises_store_full_and_leaves_only_whole_records(small_disk: Path) -> None:
+    archive = Archive(small_disk, "t", settings(dedup_capacity=1000), INFO)
+    noise = os.urandom(30_000)  # incompressible: the disk fills after a dozen pages
+    stored = 0
+    with pytest.raises(StoreFull, match=r"store full: cannot write .*t-.*\(No space left on device; \d+ bytes free\)"):
+        for k in range(100):
+            store(archive, f"http://h.test/{k}", page(k) + noise[k:])
+            stored += 1
+    assert 0 < stored < 100
+    archive.close()  # does not raise: what it cannot finish stays .open
+    for path in small_disk.glob("*.warc.gz*"):
+        assert end_of_complete_members(path) == path.stat().st_size, "a half-written record"
+    subprocess.run(["mount", "-o", "remount,size=4m", str(small_disk)], check=True)
+    with Archive(small_disk, "t", settings(dedup_capacity=1000), INFO):
+        pass
+    assert not list(small_disk.glob("*.open"))
+    uris = [r.rec_headers.get_header("WARC-Target-URI") for r in records(small_disk) if r.rec_type == "response"]
+    assert uris == [f"http://h.test/{k}" for k in range(stored)]
+    for path in small_disk.glob("*.warc.gz"):
+        assert verify_file(path) == ""
+
+
+def test_a_store_that_wrote_nothing_leaves_nothing(tmp_path: Path) -> None:
+    with Archive(tmp_path, "t", settings(dedup="off", link_graph=False), INFO) as archive:
+        assert archive.statistics().files == 0
+    assert list(tmp_path.iterdir()) == []
