@@ -33,7 +33,7 @@ from typing import IO
 
 import orjson
 
-from store.errors import StoreFull, is_no_room
+from store.errors import StoreFull, full_when_no_room, is_no_room
 
 CDXJ_SUFFIX = ".cdxj"
 OPEN_SUFFIX = ".open"
@@ -161,27 +161,20 @@ class IndexWriter:
         self._file: IO[bytes] | None = None
 
     def add(self, line: bytes) -> None:
-        try:
+        with full_when_no_room(self.path):
             if self._file is None:
                 self._file = open(self.path, "ab", buffering=1 << 16)
             self._file.write(line)
-        except OSError as e:
-            if is_no_room(e):
-                raise StoreFull(self.path, e) from e
-            raise
         self.lines += 1
 
     def finish(self) -> None:
         """Sort the lines into the finished index, then drop the open file (rebuilt from the WARC if this fails)."""
         try:
-            if self._file is not None:
-                self._file.close()
-            elif not self.path.exists():
-                self.path.touch()  # a WARC file with no indexed record still gets its (empty) index
-        except OSError as e:
-            if is_no_room(e):
-                raise StoreFull(self.path, e) from e
-            raise
+            with full_when_no_room(self.path):
+                if self._file is not None:
+                    self._file.close()
+                elif not self.path.exists():
+                    self.path.touch()  # a WARC file with no indexed record still gets its (empty) index
         finally:
             self._file = None
         write_sorted(self.path.read_bytes().splitlines(keepends=True), self.final)

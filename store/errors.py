@@ -12,8 +12,10 @@ a crawler can wait out either, but they name their own cause.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 # ENOSPC: no space; EDQUOT: quota exceeded; EFBIG: the process's file-size limit (ulimit -f)
@@ -40,3 +42,14 @@ class StoreFull(StoreError):
 def is_no_room(error: BaseException) -> bool:
     """True for the ``OSError``s that mean "no room", which become :class:`StoreFull`."""
     return isinstance(error, OSError) and error.errno in NO_ROOM
+
+
+@contextlib.contextmanager
+def full_when_no_room(path: Path) -> Iterator[None]:
+    """Turn a "no room" ``OSError`` raised inside the block into :class:`StoreFull` naming ``path``."""
+    try:
+        yield
+    except OSError as e:
+        if is_no_room(e):
+            raise StoreFull(path, e) from e
+        raise

@@ -36,7 +36,7 @@ from typing import IO
 import numpy as np
 import xxhash
 
-from store.errors import StoreFull, is_no_room
+from store.errors import full_when_no_room
 
 GRAPH_SUFFIX = ".graph"
 OPEN_SUFFIX = ".open"
@@ -134,30 +134,23 @@ class GraphWriter:
 
     def add(self, offset: int, url: str, links: Sequence[str]) -> None:
         record = encode_record(offset, url, links)
-        try:
+        with full_when_no_room(self.path):
             if self._file is None:
                 self._file = open(self.path, "ab", buffering=1 << 16)
             self._file.write(record)
-        except OSError as e:
-            if is_no_room(e):
-                raise StoreFull(self.path, e) from e
-            raise
         self.pages += 1
         self.edges += len(set(links))
 
     def finish(self) -> None:
         try:
-            if self._file is None:
-                self.path.touch()
-            else:
-                self._file.flush()
-                os.fsync(self._file.fileno())
-                self._file.close()
-            os.replace(self.path, self.final)
-        except OSError as e:
-            if is_no_room(e):
-                raise StoreFull(self.path, e) from e
-            raise
+            with full_when_no_room(self.path):
+                if self._file is None:
+                    self.path.touch()
+                else:
+                    self._file.flush()
+                    os.fsync(self._file.fileno())
+                    self._file.close()
+                os.replace(self.path, self.final)
         finally:
             self._file = None
 
