@@ -765,8 +765,8 @@ class Agent:
         are those a resumed crawl finds already stored."""
         while vs.has_work:
             url = self.frontier.next_url(vs)
-            if self.skip and fingerprint(url) in self.skip:
-                self.skip.discard(fingerprint(url))
+            if self.skip and (fp := fingerprint(url)) in self.skip:
+                self.skip.discard(fp)
                 continue
             if self.filters.fetch is not None and not self.filters.fetch.accepts(url):
                 self.frontier.drops["fetch_filter"] += 1
