@@ -1,4 +1,5 @@
 # Two commands: `make crawl` sets everything up and crawls the in-vitro web; `make test` runs the tests.
+# `make crawl` installs the crawler with its runtime dependencies only, so a missing one fails here, not for a user.
 # `make bench` runs the in-vitro benchmarks (about 30 minutes) and writes their JSON and PNG next to bench/RESULTS.md.
 VENV ?= .venv
 PYTHON ?= python3
@@ -11,16 +12,20 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e .
 	touch $@
 
-# The benchmarks' extras (matplotlib, pyinstrument, Scrapy): the tests run a smoke version of every benchmark.
+# The tests' and the benchmarks' extras (pytest, hypothesis; matplotlib, pyinstrument, Scrapy): the tests run a
+# smoke version of every benchmark.
 $(BENCH_DEPS): $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install -q -e '.[test,bench]'
 	touch $@
 
+# Each demo crawl gets a folder of its own: a second `make crawl` must not find the first one's crawl in its way.
+CRAWL_ARGS ?= --out out/demo-$(shell date +%Y%m%d-%H%M%S)
+
 crawl: setup
-	$(VENV)/bin/crawl run
+	$(VENV)/bin/crawl run $(CRAWL_ARGS)
 
 test: setup $(BENCH_DEPS)
 	$(VENV)/bin/pytest -q
