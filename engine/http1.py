@@ -32,6 +32,7 @@ fetches in flight, leaving them to the GC cost about 10 µs more per request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import time
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ MAX_IDLE_PER_ADDRESS = 4
 """idle connections kept per (ip, port); the workbench rarely runs more fetches per IP at once"""
 MAX_IDLE = 1024
 """idle connections kept in all: each holds a file descriptor"""
+CLOSE_WAIT = 2.0
+"""seconds ``close`` waits for the sockets it aborted to be released"""
 
 _CONNECT, _FIRST_BYTE, _BODY = 0, 1, 2  # phases of an exchange, each with its own deadline
 _SAFE = "!#$%&'()*+,/:;=?@[]~"  # left as is when a target needs quoting (yarl keeps these too)
@@ -195,6 +198,8 @@ class _Connection(asyncio.Protocol):
     # asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if transport.is_closing():  # its connect was cancelled meanwhile: no connection_lost may follow
+            return
         self.transport = transport  # type: ignore[assignment]  # uvloop's are not asyncio.Transport subclasses
         self.fetcher._open.add(self)
 
@@ -562,8 +567,12 @@ class LeanFetcher:
             self._drained = self._loop.create_future()
             for conn in list(self._open):
                 conn.close()
-            await self._drained
+            # Bounded: an agent stopping must exit even if a transport never reports its loss (seen after
+            # fetches were cancelled mid-connect, when a full disk stopped the agent).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained, CLOSE_WAIT)
             self._drained = None
+            self._open.clear()
         if self._https is not None:
             await self._https.close()
             self._https = None
