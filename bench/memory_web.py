@@ -5,7 +5,7 @@ robots.txt, gzip decoding, link extraction, canonicalization, sieve, WARC) with 
 replaced, to show what the engine itself costs per page. :class:`MemoryFetcher` has the
 interface of ``engine/http1.py: LeanFetcher`` (``async fetch(url, ip) -> FetchResult``,
 ``async close()``, ``proxy``) and :class:`InstantResolver` that of the agent's resolver
-(``async resolve(host, now) -> ip``, ``async aclose()``).
+(``async resolve(host, now) -> Answer``, ``async aclose()``).
 
 Responses are :meth:`bench.invitro.model.WebModel.respond`'s, with the heads and the gzip
 content-coding (ISA-L, level 1) that the in-vitro server would send, so the engine decodes and
@@ -16,12 +16,13 @@ the thread CPU time spent on it is counted in ``source_cpu_seconds`` so it can b
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 
 from isal import isal_zlib
 
 from bench.invitro.model import WebModel
-from engine.dns import DnsFailed
+from engine.dns import Answer, DnsFailed
 from engine.fetch import ACCEPT, FetchResult
 from frontier.urls import host_of, split
 
@@ -84,13 +85,13 @@ class InstantResolver:
         self.model = model
         self.cache: dict[str, str] = {}
 
-    async def resolve(self, host: str, now: float) -> str:
+    async def resolve(self, host: str, now: float) -> Answer:
         try:
             ip = self.model.ip_of(host)
         except KeyError:
             raise DnsFailed(host, "nxdomain", permanent=True) from None
         self.cache[host] = ip
-        return ip
+        return Answer(ip, math.inf)  # the model never moves a host
 
     async def aclose(self) -> None:
         return None

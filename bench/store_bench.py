@@ -142,7 +142,7 @@ def in_crawl(seconds: float, hosts: int, settings: list[str]) -> None:
     store = stats["store"]
     fetches = stats["pages"] + stats["robots"]
     print(f"crawl of {seconds:g} s: {stats['pages']} pages + {stats['robots']} robots.txt, "
-          f"{store['revisits_identical'] + store['revisits_near']} revisits; agent CPU {stats['cpu_seconds']:.1f} s, "
+          f"{store['revisits_identical']} revisits, {store['near_duplicates_stored']} near-duplicates; agent CPU {stats['cpu_seconds']:.1f} s, "
           f"store CPU {store['cpu_seconds']:.2f} s = {store['cpu_seconds'] / fetches * 1e6:.0f} µs per fetch, "
           f"{store['cpu_seconds'] / stats['cpu_seconds']:.1%} of the agent's CPU; "
           f"{stats['pages'] / stats['cpu_seconds']:.0f} pages per CPU-second")

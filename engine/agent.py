@@ -5,11 +5,13 @@ The tasks and who touches what (BUbiNG's threads, as coroutines of one loop):
 * **distributor** (one): reads the sieve and the virtualizer through ``Frontier.distribute``,
   forces sieve flushes when starving, spawns a **resolve** task per new host, and detects the
   end of the crawl. Writes the workbench; never touches the todo ring.
-* **resolve** (one per new host, bounded by the resolver's concurrency): resolves the host,
-  checks the address against ``network.allow_networks``, attaches the visit state to the
-  workbench entry of its IP.
+* **resolve** (one per new host, and one per host whose DNS answer expired; bounded by the
+  resolver's concurrency): resolves the host, checks the address against
+  ``network.allow_networks``, attaches the visit state to the workbench entry of its IP, or
+  moves it there from its old IP's entry.
 * **todo filler** (one): moves visit states that are ready under politeness from the workbench
-  to the todo ring, then sleeps until the workbench's next deadline or a wake-up.
+  to the todo ring (or, when a host's DNS answer has expired, back to a resolve task instead),
+  then sleeps until the workbench's next deadline or a wake-up.
 * **fetchers** (``engine.fetchers``): take a visit state from the todo ring, fetch one URL
   (or its robots.txt first), release the visit state with the fetch's end time, then store
   the exchange, extract links and hand them to the frontier. They never touch the sieve
@@ -30,13 +32,16 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import dataclasses
+import functools
+import math
 import signal
 import os
 import socket
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 
 import orjson
@@ -65,6 +70,7 @@ from frontier.scope import Scope
 from frontier.urls import canonicalize, fingerprint, host_of, split
 from frontier.visit_state import Phase, VisitState
 from store.archive import Archive, config_digest
+from store.errors import StoreFull
 
 BUSY_POLL = 0.01  # seconds between two looks at IPs another agent is fetching from
 
@@ -170,7 +176,7 @@ class Agent:
         self.home.mkdir(parents=True, exist_ok=True)
         self.ring = HashRing(agents)
         self._owners: dict[str, int] = {}
-        all_seeds = [u for u in (canonicalize(s) for s in seeds) if u is not None]
+        all_seeds = [u for u in (canonicalize(s, sort_query=config.urls.sort_query) for s in seeds) if u is not None]
         self.seeds = [u for u in all_seeds if self.owner(split(u)[0]) == index]
         self.channel = channel
         self.count_restored_pages = count_restored_pages
@@ -187,13 +193,20 @@ class Agent:
                 url_cache_bytes=f.url_cache_bytes,
                 virtualizer_segment_bytes=f.virtualizer_segment_bytes,
                 max_urls_per_host=config.scope.max_urls_per_host,
+                max_urls_per_shape=config.scope.max_urls_per_shape,
                 required_front=f.required_front,
                 front_step=f.front_step,
                 sieve_flush_interval=f.sieve_flush_interval,
                 max_fetch_retries=f.max_fetch_retries,
             ),
             policy=policy,
-            scope=Scope(config.scope.mode, all_seeds),
+            scope=Scope(
+                config.scope.mode,
+                all_seeds,
+                max_url_length=config.scope.max_url_length,
+                max_path_depth=config.scope.max_path_depth,
+                max_repeated_segments=config.scope.max_repeated_segments,
+            ),
             schedule=self.filters.schedule.accepts if self.filters.schedule else None,
         )
         n = config.network
@@ -233,7 +246,7 @@ class Agent:
             },
         )
         self.stats = Counters()
-        self.pipeline = Pipeline(config, self.store, self.stats, policy, self.discover, self.frontier.fetched, stop=self.finish)
+        self.pipeline = Pipeline(config, self.store, self.stats, policy, self.discover, self.frontier.fetched, stop=self.stop_full)
         self.pipeline.filters = self.filters
         self.todo = TodoRing()
         self.todo_alarm = Alarm()
@@ -259,6 +272,8 @@ class Agent:
         self.fetch_latency = Histogram(LATENCY_BUCKETS)
         self.politeness_wait = Histogram(WAIT_BUCKETS)
         self._fetch_tasks: list[asyncio.Task[None]] = []
+        self.full: tuple[str, Path] | None = None  # the disk had no room (what, where): checkpoint no more
+        self._to_supervisor: asyncio.StreamWriter | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -272,15 +287,15 @@ class Agent:
         self.frontier.discover(self.seeds)
         self.set_fetchers(self.config.engine.fetchers)
         helpers = [
-            asyncio.create_task(self.distribute_loop()),
-            asyncio.create_task(self.todo_loop()),
-            asyncio.create_task(self.checkpoint_loop()),
+            asyncio.create_task(self.until_full(self.distribute_loop())),
+            asyncio.create_task(self.until_full(self.todo_loop())),
+            asyncio.create_task(self.until_full(self.checkpoint_loop())),
             asyncio.create_task(progress.report(self, "off" if self.channel else self.config.engine.progress)),
         ]
         if self.outbox is not None:
-            helpers.append(asyncio.create_task(self.exchange_loop()))
+            helpers.append(asyncio.create_task(self.until_full(self.exchange_loop())))
         if self.channel is not None:
-            helpers.append(asyncio.create_task(self.channel_loop()))
+            helpers.append(asyncio.create_task(self.until_full(self.channel_loop())))
         if self.config.engine.max_seconds and self.channel is None:
             loop.call_later(self.config.engine.max_seconds, self.finish, "max_seconds")
         await self.finished.wait()
@@ -288,7 +303,8 @@ class Agent:
         self.running.set()
         for vs in self.todo.close():
             self._release_ip(vs.ip)
-        # in-flight fetches finish (bounded by the total timeout) so every fetched page is stored
+        # in-flight fetches finish (bounded by the total timeout) so every fetched page is stored;
+        # on a full disk, stop_full cancels them instead: nothing they bring could be stored
         await asyncio.gather(*self._fetch_tasks, return_exceptions=True)
         for task in helpers + list(self._tasks):
             task.cancel()
@@ -310,21 +326,67 @@ class Agent:
             self.stats.stop_reason = reason
             self.finished.set()
 
+    def stop_full(self, error: StoreFull | str) -> None:
+        """The disk has no room (``error``; the pipeline gives its message): stop now, checkpoint no more.
+
+        Fetches in flight are cancelled, since nothing they bring could be stored, and keep
+        their in-flight slots, as a crash's do. The state a ``--resume`` continues from, once
+        there is room again, is the last checkpoint and the WARC files (whole records only): a
+        checkpoint taken now could count as fetched a page the disk refused.
+        """
+        if self.full is None:
+            path = error.path if isinstance(error, StoreFull) else self.store.directory
+            self.full = (str(error), path)
+            self.tell_supervisor({"store_full": {"message": str(error), "path": str(path)}})
+        self.stats.stop_reason = "store_full"
+        self.stopping = True  # no fetcher starts another fetch
+        self.finished.set()
+        current = asyncio.current_task()
+        for task in self._fetch_tasks:
+            if task is not current:
+                task.cancel()
+
+    @contextlib.contextmanager
+    def full_stops(self) -> Iterator[None]:
+        """A full disk inside the block stops the agent (:meth:`stop_full`), not just the caller."""
+        try:
+            yield
+        except StoreFull as e:
+            self.stop_full(e)
+
+    async def until_full(self, work: Coroutine[object, object, None]) -> None:
+        with self.full_stops():
+            await work
+
+    def tell_supervisor(self, message: dict) -> None:
+        if self._to_supervisor is not None and not self._to_supervisor.is_closing():
+            self._to_supervisor.write(orjson.dumps(message) + b"\n")
+
     async def close(self) -> dict:
         await self.fetcher.close()
         await self.resolver.aclose()
-        self.checkpoint()
-        self.store.close()
-        summary = self.summary()
+        if self.full is None:
+            with self.full_stops():  # then the previous checkpoint stays whole, and the one to resume from
+                self.checkpoint()
+        self.store.close()  # a full disk leaves files .open, for the next start to repair
         self.frontier.close()
         if self.outbox is not None:
-            self.outbox.close()
+            with self.full_stops():
+                self.outbox.close()
+        summary = self.summary()
         if self.ip_table is not None:
             self.ip_table.close()
         self.in_flight_slots.close()
-        write_json(self.home / "stats.json", summary)
-        if self.agents == 1 and self.channel is None:
-            write_json(self.out / "stats.json", summary)
+        self.tell_supervisor({"summary": {k: v for k, v in summary.items() if k not in ("timeline", "config")}})
+        if self._to_supervisor is not None:
+            with contextlib.suppress(ConnectionError):
+                await self._to_supervisor.drain()
+        paths = [self.home / "stats.json"] + ([self.out / "stats.json"] if self.agents == 1 and self.channel is None else [])
+        for path in paths:
+            try:
+                write_json(path, summary)
+            except StoreFull:  # the previous file stays; the supervisor has the summary from the channel
+                pass
         return summary
 
     # -- checkpoints and resume ------------------------------------------------------------
@@ -359,7 +421,10 @@ class Agent:
     def resume(self) -> None:
         """Continue from the checkpoint in this agent's folder, if there is one."""
         started = time.monotonic()
-        to_resolve, extra = self.frontier.restore(started)
+        robots = functools.partial(  # rules kept in the checkpoint, until robots.expiry after their fetch
+            RobotsRules.restore, now=time.time(), expiry=self.config.robots.expiry, user_agent=self.config.engine.user_agent
+        )
+        to_resolve, extra = self.frontier.restore(started, robots)
         for vs in to_resolve:
             self.spawn(self.resolve(vs))
         if extra:
@@ -372,7 +437,7 @@ class Agent:
             return
         pages = 0
         for record in replay(self.out / "warc", self.warc_prefix, extra.get("warc", {}),
-                             follow_nofollow=self.config.scope.follow_nofollow):
+                             rules=self.pipeline.link_rules, max_body_bytes=self.config.network.max_body_bytes):
             self.skip.add(fingerprint(record.url))
             if record.robots:
                 self.stats.robots += 1
@@ -420,6 +485,7 @@ class Agent:
             "store": dataclasses.asdict(self.store.statistics()),
             "checkpoints": {"count": self.checkpoints, "seconds": self.checkpoint_seconds},
             "resumed": self.resumed,
+            **({"store_full": {"message": self.full[0], "path": str(self.full[1])}} if self.full else {}),
             "links_sent": self.outbox.links_sent if self.outbox is not None else 0,
             "links_received": self.inbox.links_received if self.inbox is not None else 0,
             "agent": self.index,
@@ -459,19 +525,24 @@ class Agent:
         )
 
     def spawn(self, coro) -> None:  # type: ignore[no-untyped-def]
-        task = asyncio.get_running_loop().create_task(coro)
+        task = asyncio.get_running_loop().create_task(self.until_full(coro))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def resolve(self, vs: VisitState) -> None:
+        """Resolve a new host, or one whose address expired (it then moves to its new IP's entry).
+
+        Every answer is checked against ``network.allow_networks``, not only the first: a host
+        whose name now points somewhere forbidden is purged, as at its first resolution.
+        """
         self.pending_resolves += 1
         try:
             host = host_of(vs.scheme_authority)
             try:
-                ip = await self.resolver.resolve(host, time.monotonic())
+                ip, expires = await self.resolver.resolve(host, time.monotonic())
             except DnsFailed as e:
                 if self.fetcher.proxy:
-                    ip = host  # the proxy resolves it; the name stands in for the IP in politeness
+                    ip, expires = host, math.inf  # the proxy resolves it; the name stands in for the IP in politeness
                 else:
                     self.stats.errors["dns"] += 1
                     backoff = self.frontier.resolve_failed(vs, permanent=e.permanent)
@@ -484,7 +555,7 @@ class Agent:
                     self.stats.refused_addresses += 1
                     self.frontier.refused(vs, "address")
                     return
-            self.frontier.resolved(vs, ip)
+            self.frontier.resolved(vs, ip, expires)
             self.todo_alarm.fire()
         finally:
             self.pending_resolves -= 1
@@ -575,6 +646,7 @@ class Agent:
         """Send status lines to the supervisor twice a second; obey its commands."""
         assert self.channel is not None
         reader, writer = await asyncio.open_connection(sock=self.channel)
+        self._to_supervisor = writer
 
         async def send_status() -> None:
             while True:
@@ -641,6 +713,11 @@ class Agent:
             if busy:
                 busy = [vs for vs in busy if not self._take_ip(vs, now)]
             while (vs := frontier.acquire(now)) is not None:
+                if vs.address_due(now):  # resolved again off the fetch path; the IP serves its other hosts meanwhile
+                    frontier.readdress(vs)
+                    self.spawn(self.resolve(vs))
+                    continue
+                vs.ip_used = True
                 if not self._take_ip(vs, now):
                     busy.append(vs)
             deadline = frontier.next_deadline()
@@ -690,6 +767,8 @@ class Agent:
             ip = vs.ip
             try:
                 await self.visit(vs, k)
+            except StoreFull as e:  # its URL keeps its in-flight slot: fetched again after --resume
+                self.stop_full(e)
             except Exception:  # a bug on one page must not silently kill a fetcher and leak its host
                 self.stats.errors["internal"] += 1
                 if self.stats.errors["internal"] <= 10:
@@ -712,11 +791,17 @@ class Agent:
         if self.stopping:
             self.frontier.release(vs, time.monotonic(), host_next=vs.next_fetch)
             return
-        if vs.robots_due(time.monotonic()):
+        if vs.robots_due(time.time(), self.config.robots.expiry):
             await self.visit_robots(vs)
             return
+        # The page budget is asked before a URL leaves the queue: once it is spent, the host keeps its URLs
+        # for the checkpoint, so a --resume with a larger budget finds them there.
+        if not self.reserve_page():
+            self.frontier.release(vs, time.monotonic(), host_next=vs.next_fetch)
+            return
         url = self._next_allowed(vs)
-        if url is None or not self.reserve_page():
+        if url is None:
+            self.unreserve_page()
             self.frontier.release(vs, time.monotonic(), host_next=vs.next_fetch)
             return
         slots = self.in_flight_slots
@@ -735,7 +820,8 @@ class Agent:
         self.frontier.release(vs, result.ended)
         self.stats.pages += 1
         self.pipeline.page(result)
-        slots.done(k)
+        if self.full is None:  # a page the full disk kept out of the WARC stays counted as cut, as by a crash
+            slots.done(k)
         max_pages = self.config.engine.max_pages
         if max_pages and self.agents == 1 and self.stats.pages >= max_pages:
             self.finish("max_pages")
@@ -809,7 +895,7 @@ class Agent:
         rules = RobotsRules.from_response(
             status, body, self.config.engine.user_agent, max_crawl_delay=self.config.politeness.max_crawl_delay
         )
-        vs.robots, vs.robots_expires = rules, ended + self.config.robots.expiry
+        vs.robots, vs.robots_fetched = rules, time.time()  # wall clock: the rules outlive this process
         vs.robots_path, vs.robots_hops, vs.retries = "/robots.txt", 0, 0
         vs.host_delay = max(self.config.politeness.host_delay, rules.crawl_delay or 0.0)
         self.frontier.release(vs, ended)

@@ -3,13 +3,16 @@
 Started by the supervisor (``engine/supervisor.py``), never by hand. It reads the crawl's
 manifest (``OUT/crawl.json``: agents, configuration, seeds), runs agent ``INDEX`` on uvloop,
 and talks to the supervisor over the socket inherited as file descriptor ``FD``. It exits 0
-after a clean stop; anything else makes the supervisor restart it, and the restarted agent
-resumes from its checkpoint.
+after a clean stop, and :data:`~engine.supervisor.EXIT_STORE_FULL` (3) when it stopped because
+the disk has no room (in the crawl, or already while recovering its files): the supervisor
+then stops the crawl rather than restart it into a full disk. Anything else makes the
+supervisor restart it, and the restarted agent resumes from its checkpoint.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 from pathlib import Path
 
@@ -17,7 +20,8 @@ import orjson
 
 from engine.agent import run_agent
 from engine.config import Config, apply, validate
-from engine.supervisor import MANIFEST
+from engine.supervisor import EXIT_STORE_FULL, MANIFEST
+from store.errors import StoreFull
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,9 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     apply(config, manifest["config"], str(args.out / MANIFEST))
     validate(config)
     channel = socket.socket(fileno=args.fd)
-    run_agent(config, manifest["seeds"], index=args.index, agents=manifest["agents"], channel=channel,
-              count_restored_pages=args.count_restored_pages)
-    return 0
+    try:
+        summary = run_agent(config, manifest["seeds"], index=args.index, agents=manifest["agents"], channel=channel,
+                            count_restored_pages=args.count_restored_pages)
+    except StoreFull as e:  # before the crawl began: repairing the files or opening the frontier
+        with contextlib.suppress(OSError):
+            channel.sendall(orjson.dumps({"store_full": {"message": str(e), "path": str(e.path)}}) + b"\n")
+        return EXIT_STORE_FULL
+    return EXIT_STORE_FULL if "store_full" in summary else 0
 
 
 if __name__ == "__main__":

@@ -119,14 +119,14 @@ def run(args: argparse.Namespace) -> int:
     from engine.progress import summary_text
 
     try:
-        summary, failed = supervise(config, seeds, agents, resuming=resuming)
+        summary, status = supervise(config, seeds, agents, resuming=resuming)
         print(summary_text(summary), file=sys.stderr)
         print(f"output: {config.out_dir}/warc (WARC files), {config.out_dir}/stats.json", file=sys.stderr)
     finally:
         if child is not None:
             child.send_signal(signal.SIGTERM)
             child.wait(timeout=30)
-    return 1 if failed else 0
+    return status  # 0, 1 (an agent kept failing) or 3 (the store is full: engine/supervisor.py)
 
 
 def invitro(argv: list[str]) -> int:

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.parse import PAGE_RELS
 from frontier.filters import PhaseFilterError, PhaseFilters
+from frontier.shapes import MAX_LIMIT as MAX_SHAPE_LIMIT
 
 
 MAX_FETCHERS = 65536  # per process; each fetcher has an 8-byte slot in a file of this many
@@ -69,7 +71,7 @@ class NetworkConfig:
     connect_timeout: float = _doc(10.0, "seconds to establish a connection")
     first_byte_timeout: float = _doc(30.0, "seconds of silence allowed before the first byte (and between reads)")
     total_timeout: float = _doc(60.0, "seconds for a whole request and response")
-    max_body_bytes: int = _doc(2 << 20, "response bodies are truncated beyond this size (and marked so in the WARC)")
+    max_body_bytes: int = _doc(16 << 20, "response bodies are truncated beyond this size (marked so in the WARC, counted by kind in stats.json)")
     keepalive: bool = _doc(False, "reuse connections; off by default so every fetch is one polite access")
     client: str = _doc("lean", "HTTP client: lean (asyncio + httptools, https through aiohttp) or aiohttp")
 
@@ -78,8 +80,8 @@ class NetworkConfig:
 class DnsConfig:
     servers: list[str] = _doc([], "DNS servers as ip or ip:port; empty = the system's resolv.conf")
     cache_entries: int = _doc(100_000, "positive and negative entries kept in the resolver cache")
-    min_ttl: float = _doc(60.0, "answers are cached at least this long")
-    max_ttl: float = _doc(3600.0, "answers are cached at most this long")
+    min_ttl: float = _doc(300.0, "seconds a host's address is kept (cache and visit state) at least, whatever its TTL")
+    max_ttl: float = _doc(86400.0, "seconds a host's address is kept at most; then it is resolved again before its next fetch")
     negative_ttl: float = _doc(60.0, "failed lookups are cached this long")
     timeout: float = _doc(5.0, "seconds per DNS query attempt")
     concurrency: int = _doc(100, "DNS queries in flight at once")
@@ -87,7 +89,7 @@ class DnsConfig:
 
 @dataclass
 class RobotsConfig:
-    expiry: float = _doc(86400.0, "seconds before a host's robots.txt is fetched again")
+    expiry: float = _doc(86400.0, "seconds before a host's robots.txt is fetched again (counted across resumes)")
 
 
 @dataclass
@@ -95,6 +97,16 @@ class ScopeConfig:
     mode: str = _doc("any", "any | host (seed hosts only) | domain (seed hosts and their subdomains)")
     max_urls_per_host: int = _doc(100_000, "URLs scheduled per host (scheme+authority) at most")
     follow_nofollow: bool = _doc(False, "follow links marked rel=nofollow")
+    max_url_length: int = _doc(2083, "longer URLs (seeds, links, redirect targets) are dropped, as Heritrix does; 0 = no limit")
+    max_path_depth: int = _doc(20, "URLs whose path has more slashes are dropped (Heritrix's TooManyPathSegments); 0 = no limit")
+    max_repeated_segments: int = _doc(2, "a run of path segments may occur this many times in a row; once more is the trap /a/b/a/b/a/b/ (Heritrix's PathologicalPath); 0 = no limit")
+    max_urls_per_shape: int = _doc(1000, "URLs per host that differ only in their digits (a calendar's /2027/01/, ?month=2027-01) at most; 0 = no limit")
+    link_rels: list[str] = _doc(list(PAGE_RELS), "a <link href> is followed for these rel values (and an HTML type, if any); [\"*\"] = every <link>")
+
+
+@dataclass
+class UrlsConfig:
+    sort_query: bool = _doc(True, "canonical URLs (fetched and fingerprinted) have their query parameters sorted by name, stably, values untouched")
 
 
 @dataclass
@@ -115,9 +127,10 @@ class StoreConfig:
     prefix: str = _doc("crawl", "WARC file name prefix")
     warc_max_bytes: int = _doc(1 << 30, "WARC files are rotated beyond this size")
     gzip_level: int = _doc(1, "gzip level of WARC records (1 compresses these pages nearly as well as 9)")
-    dedup: str = _doc("near", "content dedup: near (HTML without attributes, digits, case, whitespace; other content exact), exact (identical payloads), off")
-    follow_duplicates: bool = _doc(False, "extract and follow the links of pages whose content was stored before (stored as revisit records)")
-    dedup_capacity: int = _doc(10_000_000, "signatures the dedup Bloom filter holds at dedup_error_rate (sizes its mmap file: 36 MB at the defaults)")
+    dedup: str = _doc("near", "content dedup: near (identical payloads are revisits; near-duplicates, i.e. the same HTML but for attributes, digits, case, whitespace, are marked), exact (identical payloads only), off")
+    near_duplicates: str = _doc("store", "a near-duplicate (dedup = near, other bytes) is stored in full with its metadata naming the capture it nearly repeats (store), or not written at all (skip)")
+    follow_duplicates: bool = _doc(False, "extract and follow the links of duplicates: identical payloads (revisit records) and near-duplicates, stored or skipped")
+    dedup_capacity: int = _doc(10_000_000, "keys the dedup Bloom filter holds at dedup_error_rate (two per page stored in full with dedup = near, one with exact; sizes its mmap file: 36 MB at the defaults)")
     dedup_error_rate: float = _doc(1e-6, "false-positive rate of the dedup Bloom filter at capacity (a false positive costs one table lookup)")
     link_graph: bool = _doc(True, "write the page and host link graph beside the WARC files (.graph segments)")
 
@@ -146,6 +159,7 @@ class Config:
     dns: DnsConfig = field(default_factory=DnsConfig)
     robots: RobotsConfig = field(default_factory=RobotsConfig)
     scope: ScopeConfig = field(default_factory=ScopeConfig)
+    urls: UrlsConfig = field(default_factory=UrlsConfig)
     frontier: FrontierConfig = field(default_factory=FrontierConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     filters: FiltersConfig = field(default_factory=FiltersConfig)
@@ -232,6 +246,7 @@ def validate(config: Config) -> None:
         "engine.fetchers": config.engine.fetchers,
         "dns.concurrency": config.dns.concurrency,
         "dns.cache_entries": config.dns.cache_entries,
+        "dns.min_ttl": config.dns.min_ttl,  # 0 would re-resolve a host before every fetch
         "frontier.workbench_bytes": config.frontier.workbench_bytes,
         "frontier.sieve_bucket_bytes": config.frontier.sieve_bucket_bytes,
         "frontier.url_cache_bytes": config.frontier.url_cache_bytes,
@@ -253,6 +268,8 @@ def validate(config: Config) -> None:
         "politeness.ip_delay": config.politeness.ip_delay,
         "politeness.max_crawl_delay": config.politeness.max_crawl_delay,
         "frontier.front_step": config.frontier.front_step,
+        "dns.negative_ttl": config.dns.negative_ttl,
+        "robots.expiry": config.robots.expiry,
         "frontier.max_fetch_retries": config.frontier.max_fetch_retries,
     }
     for key, value in non_negative.items():
@@ -260,14 +277,27 @@ def validate(config: Config) -> None:
             raise ConfigError(key, f"must not be negative, got {value}")
     if config.engine.fetchers > MAX_FETCHERS:
         raise ConfigError("engine.fetchers", f"at most {MAX_FETCHERS} per process, got {config.engine.fetchers}")
+    for key in ("max_url_length", "max_path_depth", "max_repeated_segments"):
+        if getattr(config.scope, key) < 0:
+            raise ConfigError(f"scope.{key}", f"must not be negative (0 = no limit), got {getattr(config.scope, key)}")
+    if not 0 <= config.scope.max_urls_per_shape <= MAX_SHAPE_LIMIT:
+        raise ConfigError("scope.max_urls_per_shape",
+                          f"must lie between 0 (no limit) and {MAX_SHAPE_LIMIT}, got {config.scope.max_urls_per_shape}")
+    if config.dns.max_ttl < config.dns.min_ttl:
+        raise ConfigError("dns.max_ttl", f"must be at least dns.min_ttl ({config.dns.min_ttl}), got {config.dns.max_ttl}")
     if config.scope.mode not in ("any", "host", "domain"):
         raise ConfigError("scope.mode", f"must be any, host or domain, got {config.scope.mode!r}")
+    for rel in config.scope.link_rels:
+        if not rel or any(c.isspace() or c == "," for c in rel):
+            raise ConfigError("scope.link_rels", f"{rel!r} is not one rel value such as \"next\" (or \"*\" for any)")
     if config.network.client not in ("lean", "aiohttp"):
         raise ConfigError("network.client", f"must be lean or aiohttp, got {config.network.client!r}")
     if config.engine.progress not in ("auto", "live", "log", "off"):
         raise ConfigError("engine.progress", f"must be auto, live, log or off, got {config.engine.progress!r}")
     if config.store.dedup not in ("near", "exact", "off"):
         raise ConfigError("store.dedup", f"must be near, exact or off, got {config.store.dedup!r}")
+    if config.store.near_duplicates not in ("store", "skip"):
+        raise ConfigError("store.near_duplicates", f"must be store or skip, got {config.store.near_duplicates!r}")
     if config.store.dedup_capacity <= 0:
         raise ConfigError("store.dedup_capacity", f"must be positive, got {config.store.dedup_capacity}")
     if not 0 < config.store.dedup_error_rate < 1:

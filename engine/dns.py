@@ -1,8 +1,10 @@
 """Names to addresses (ARCHITECTURE.md, step 4): a caching resolver over aiodns.
 
 Who touches what: the agent's resolve tasks call ``CachingResolver.resolve`` once per new
-host (and on a visit state's re-resolution); fetchers never resolve, since connections are
-pinned to the address the workbench recorded. Nothing here touches the frontier.
+host, and again whenever the answer a visit state holds has expired (``Answer.expires``: the
+todo filler notices it and hands the host back to the resolve tasks instead of fetching);
+fetchers never resolve, since connections are pinned to the address the workbench recorded.
+Nothing here touches the frontier.
 
 Two layers, so the policy can be tested with explicit times:
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -60,10 +63,17 @@ class DnsFailed(Exception):
         self.permanent = permanent
 
 
+class Answer(NamedTuple):
+    """One address of a host and the instant (``now``'s clock) it stops being valid."""
+
+    address: str
+    expires: float  # the query's start + its TTL clamped to [min_ttl, max_ttl]; inf for an IP literal
+
+
 class Resolver(Protocol):
     """The DNS seam (STYLE.md §6): benchmarks and the in-vitro web may swap implementations."""
 
-    async def resolve(self, host: str, now: float) -> str: ...
+    async def resolve(self, host: str, now: float) -> Answer: ...
 
 
 def ip_literal(host: str) -> str | None:
@@ -123,15 +133,15 @@ class DnsStatistics:
 
 
 class CachingResolver:
-    """``resolve(host, now)`` → one address, from the cache or from one shared aiodns query."""
+    """``resolve(host, now)`` → one address and its expiry, from the cache or from one shared aiodns query."""
 
     def __init__(
         self,
         nameservers: list[str] | None,
         *,
         max_entries: int = 100_000,
-        min_ttl: float = 60,
-        max_ttl: float = 3600,
+        min_ttl: float = 300,
+        max_ttl: float = 86400,
         negative_ttl: float = 60,
         timeout: float = 5,
         tries: int = 2,
@@ -142,7 +152,7 @@ class CachingResolver:
         self.timeout, self.tries = timeout, tries
         self.cache = DnsCache(max_entries)
         self._semaphore = asyncio.Semaphore(max(1, concurrency))
-        self._in_flight: dict[str, asyncio.Task[str]] = {}
+        self._in_flight: dict[str, asyncio.Task[Answer]] = {}
         self._resolver: aiodns.DNSResolver | None = None  # made in the running loop, at first use
         self._closing: asyncio.Task[None] | None = None
         self._closed = False
@@ -158,17 +168,17 @@ class CachingResolver:
         entry = self.cache.get(_key(host), now)
         return entry.address if entry is not None else None
 
-    async def resolve(self, host: str, now: float) -> str:
-        """One address of ``host``, or ``DnsFailed``. ``now`` is monotonic seconds."""
+    async def resolve(self, host: str, now: float) -> Answer:
+        """One address of ``host`` and its expiry, or ``DnsFailed``. ``now`` is monotonic seconds."""
         literal = ip_literal(host)
         if literal is not None:
-            return literal
+            return Answer(literal, math.inf)
         key = _key(host)
         entry = self.cache.get(key, now)
         if entry is not None:
             if entry.address is not None:
                 self._hits += 1
-                return entry.address
+                return Answer(entry.address, entry.expires)
             self._negative_hits += 1
             raise DnsFailed(host, entry.reason, entry.permanent)
         task = self._in_flight.get(key)
@@ -181,7 +191,7 @@ class CachingResolver:
             task.add_done_callback(_retrieve)
         return await asyncio.shield(task)
 
-    async def _lookup(self, key: str, now: float) -> str:
+    async def _lookup(self, key: str, now: float) -> Answer:
         """Query, cache the outcome, and leave the in-flight table, whatever happens."""
         try:
             async with self._semaphore:
@@ -192,8 +202,9 @@ class CachingResolver:
             raise
         finally:
             del self._in_flight[key]
-        self.cache.put(key, CacheEntry(now + min(max(ttl, self.min_ttl), self.max_ttl), address))
-        return address
+        entry = CacheEntry(now + min(max(ttl, self.min_ttl), self.max_ttl), address)
+        self.cache.put(key, entry)
+        return Answer(address, entry.expires)
 
     async def _query(self, host: str) -> tuple[str, float]:
         """(address, TTL of the answer) from the first A record, else the first AAAA record."""
@@ -280,7 +291,7 @@ def _key(host: str) -> str:
     return host.lower().rstrip(".")
 
 
-def _retrieve(task: asyncio.Task[str]) -> None:
+def _retrieve(task: asyncio.Task[Answer]) -> None:
     """Mark a query's failure as seen even if every caller was cancelled before it ended."""
     if not task.cancelled():
         task.exception()

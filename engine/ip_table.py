@@ -13,6 +13,9 @@ Why these choices:
   the middle of a fetch never leaves an IP locked. The ``pid`` field tells the next taker that
   the previous holder died mid-fetch; it then waits the IP delay from that moment, since the
   dead fetch ended at the latest when it was noticed.
+* **Allocated, not sparse**: the file is written through a memory mapping, and a store into a
+  page the file system cannot allocate (a full disk) is SIGBUS, which no handler survives;
+  so every block is allocated when the table is created, and a full disk is ``StoreFull`` then.
 * **Hash collisions** make two IPs share a slot; that only makes politeness stricter. With
   2^20 slots and 100,000 IPs the cost is a few thousand IP pairs waiting on each other.
 * **fcntl locks belong to the process**, not to a coroutine: a slot already held by this
@@ -32,7 +35,10 @@ import os
 import struct
 from pathlib import Path
 
+import numpy as np
 import xxhash
+
+from store.errors import preallocate
 
 SLOT = struct.Struct("<dq")  # next allowed start (monotonic seconds), pid fetching now (0: none)
 SLOTS = 1 << 20
@@ -47,8 +53,12 @@ class SharedIpTable:
         self.slots = slots
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         size = SLOT.size * (slots + 1)
-        if os.fstat(self._fd).st_size < size:
-            os.ftruncate(self._fd, size)  # sparse: pages appear as IPs are used
+        if os.fstat(self._fd).st_size < size:  # not made by ``create`` (which allocated it): allocate it now
+            try:
+                preallocate(self._fd, size, path)
+            except BaseException:
+                os.close(self._fd)
+                raise
         self._map = mmap.mmap(self._fd, size)
         self._pid = os.getpid()
         self._held: set[int] = set()
@@ -56,9 +66,17 @@ class SharedIpTable:
 
     @staticmethod
     def create(path: Path, *, slots: int = SLOTS) -> None:
-        """A fresh table: monotonic instants from an earlier boot or crawl mean nothing."""
-        with open(path, "wb") as f:
-            f.truncate(SLOT.size * (slots + 1))
+        """A fresh table: monotonic instants from an earlier boot or crawl mean nothing.
+
+        Every block is allocated now (16 MiB): a store through the mapping into a sparse page
+        of a full disk would kill the agent with SIGBUS; this raises ``StoreFull`` at the start.
+        """
+        try:
+            with open(path, "wb") as f:
+                preallocate(f.fileno(), SLOT.size * (slots + 1), path)
+        except BaseException:  # no table rather than a short one
+            path.unlink(missing_ok=True)
+            raise
 
     def _slot(self, ip: str) -> int:
         return 1 + xxhash.xxh3_64_intdigest(ip.encode()) % self.slots
@@ -133,6 +151,15 @@ class SharedIpTable:
             SLOT.pack_into(self._map, 0, 0.0, max(0, pages + n))
         finally:
             self._unlock(0)
+
+    @staticmethod
+    def count_ips(path: Path, *, slots: int = SLOTS) -> int:
+        """IPs fetched from so far: slots whose next allowed start was ever set (a collision counts two as one)."""
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as table:
+            starts = np.frombuffer(table, dtype="<f8", count=2 * (slots + 1))[2::2]  # slot 0 is the page count
+            used = int(np.count_nonzero(starts))
+            del starts  # a view of the map, which cannot close while it lives
+            return used
 
     def pages(self) -> int:
         return SLOT.unpack_from(self._map, 0)[1]

@@ -22,6 +22,8 @@ A frame is ``u32 length | u32 crc32 | payload``, the payload ``orjson([parent, [
 A spool is cut into segments of ``segment_bytes``; a receiver deletes the segments before its
 checkpointed position. A sender that restarts cuts its last segment after the last complete
 frame (a torn frame is never read, since its CRC fails or it is short) before writing again.
+A write that finds the disk full is cut back at once (``store.errors.StoreFull``), so a spool
+never holds a torn frame before whole ones.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
+
+from store.errors import append_whole, full_when_no_room
 
 FRAME = struct.Struct("<II")
 SEGMENT_BYTES = 64 << 20
@@ -110,17 +114,20 @@ class Outbox:
             self._write(receiver)
 
     def _write(self, receiver: int) -> None:
-        frames = self._buffers.pop(receiver, None)
-        self._buffered.pop(receiver, None)
+        frames = self._buffers.get(receiver)
         if not frames:
             return
         segment, fd, size = self._files[receiver]
+        # a full disk raises StoreFull with the frames still buffered and the spool cut back to
+        # whole frames (a torn one would hide every later frame from the receiver)
         if size >= self.segment_bytes:
+            with full_when_no_room(self._folders[receiver]):
+                self._open(receiver, segment + 1, repair=False)
             os.close(fd)
-            self._open(receiver, segment + 1, repair=False)
             segment, fd, size = self._files[receiver]
         data = b"".join(frames)
-        os.write(fd, data)  # O_APPEND regular file: all of it, or an error
+        append_whole(fd, data, self._folders[receiver] / f"{segment:08d}")
+        del self._buffers[receiver], self._buffered[receiver]
         self._files[receiver] = (segment, fd, size + len(data))
 
     def positions(self) -> dict[int, Position]:
@@ -132,10 +139,12 @@ class Outbox:
         return bool(self._buffers)
 
     def close(self) -> None:
-        self.flush()
-        for _, fd, _ in self._files.values():
-            os.close(fd)
-        self._files.clear()
+        try:
+            self.flush()
+        finally:
+            for _, fd, _ in self._files.values():
+                os.close(fd)
+            self._files.clear()
 
 
 class Inbox:

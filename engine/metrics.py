@@ -69,7 +69,6 @@ _COUNTERS = {
     "robots_disallowed": ("robots_disallowed_urls", "URLs dropped because robots.txt disallows them."),
     "links": ("links", "Links extracted from pages."),
     "redirects": ("redirects", "Redirects whose targets were discovered."),
-    "truncated": ("truncated_bodies", "Bodies cut at network.max_body_bytes."),
     "refused_addresses": ("refused_addresses", "Hosts whose address network.allow_networks refuses."),
     "todo_waits": ("todo_waits", "Times a fetcher found the todo ring empty."),
     "todo_wait_seconds": ("todo_wait_seconds", "Fetcher-seconds spent waiting on an empty todo ring."),
@@ -78,6 +77,8 @@ _COUNTERS = {
 _LABELLED = {
     "statuses": ("responses", "status", "Page responses by HTTP status."),
     "errors": ("errors", "kind", "Fetch and DNS errors by kind."),
+    "truncated": ("truncated_bodies", "kind", "Bodies cut at network.max_body_bytes: length (while received), "
+                  "decoded (once content-coding was removed)."),
 }
 GAUGES = {
     "front": "IPs with work on the workbench or being fetched (BUbiNG's front).",

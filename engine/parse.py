@@ -2,9 +2,10 @@
 
 :func:`extract_links` turns a fetched body into canonical absolute URLs (via
 :class:`frontier.urls.BaseURL`) in document order, without duplicates, minus those the
-page asks crawlers not to follow. It is pure: bytes in, a :class:`ParsedPage` out, and it
-never raises on what a server sends (broken markup, wrong or unknown encodings, empty or
-binary bodies).
+page asks crawlers not to follow and the ``<link>`` elements that do not name a page (see
+:data:`PAGE_RELS`). It is pure: bytes in, a :class:`ParsedPage` out, and it never raises on
+what a server sends (broken markup, wrong or unknown encodings, empty or binary bodies).
+What is followed and how links are written comes from the config as one :class:`LinkRules`.
 
 How the body is decoded: the ``encoding`` argument, else a byte-order mark, else the
 ``charset`` of the Content-Type, else a ``<meta charset>`` in the first 4 KB, else UTF-8
@@ -38,14 +39,54 @@ import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
 from frontier.page import LinkContext
 from frontier.urls import BaseURL, canonicalize
 
-__all__ = ["ParsedPage", "extract_links", "parse_location"]
+if TYPE_CHECKING:
+    from engine.config import Config
+
+__all__ = ["HTML_TYPES", "PAGE_RELS", "LinkRules", "ParsedPage", "extract_links", "parse_location"]
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+# The rel values of a <link> that name a page a reader could go to (scope.link_rels): HTML's
+# hyperlink types for <link> (alternate, canonical, help, license, next, prev) and HTML 4's
+# navigation types (start, contents, index, glossary, chapter, section, subsection, appendix,
+# with up, first, last, home and previous in common use). Not followed: what a browser loads
+# with the page (stylesheet, icon, preload, prefetch, modulepreload, manifest; dns-prefetch and
+# preconnect name hosts), endpoints that are no page (pingback, webmention, and search, which
+# is an OpenSearch description in XML), author (mostly mailto: or a profile elsewhere). `rev`
+# is never a reason to follow. Heritrix fetches every <link> as an embed: ["*"] does that.
+PAGE_RELS = (
+    "alternate", "canonical", "next", "prev", "previous", "first", "last", "up", "start", "home",
+    "index", "contents", "chapter", "section", "subsection", "appendix", "glossary", "help", "license",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRules:
+    """Which of a page's links are followed and how they are written: one per crawl, from its config.
+
+    ``link_rels`` holds lower-case rel values; None follows every ``<link href>``, whatever
+    its rel and type (``scope.link_rels = ["*"]``).
+    """
+
+    follow_nofollow: bool = False
+    link_rels: frozenset[str] | None = frozenset(PAGE_RELS)
+    sort_query: bool = True
+
+    @classmethod
+    def from_config(cls, config: Config) -> LinkRules:
+        rels = config.scope.link_rels
+        return cls(
+            follow_nofollow=config.scope.follow_nofollow,
+            link_rels=None if "*" in rels else frozenset(rel.lower() for rel in rels),
+            sort_query=config.urls.sort_query,
+        )
 
 
 @dataclass(slots=True)
@@ -86,21 +127,51 @@ def _refresh_target(content: str) -> str | None:
     return target or None
 
 
+# What a browser loads with the page: next to one of these, `alternate` names no page but an
+# alternative stylesheet or icon ("alternate stylesheet", "alternate icon").
+_LOADED_WITH_PAGE = frozenset(
+    ("stylesheet", "icon", "apple-touch-icon", "apple-touch-icon-precomposed", "mask-icon", "preload", "prefetch",
+     "modulepreload", "manifest")
+)  # fmt: skip
+
+
+def _names_page(link_rels: frozenset[str], rel: str | None, kind: str | None) -> bool:
+    """A ``<link>`` is followed for a rel in ``link_rels``, none loaded with the page that is
+    not in ``link_rels`` too, and a type, if any, that is HTML.
+
+    The type rule is about ``alternate``: language and mobile versions are pages, but feeds
+    (RSS, Atom), oEmbed and JSON alternates are not. Feeds would be worth archiving (Heritrix
+    fetches them), but links are extracted from HTML only, so a feed costs a polite fetch and
+    leads nowhere, and WordPress puts two or three such alternates on every page.
+    ``scope.link_rels = ["*"]`` fetches them all.
+    """
+    if rel is None:
+        return False
+    tokens = _TOKENS.split(rel.lower())
+    if not any(token in link_rels for token in tokens):
+        return False
+    if any(token in _LOADED_WITH_PAGE and token not in link_rels for token in tokens):
+        return False
+    return not kind or kind.partition(";")[0].strip().lower() in HTML_TYPES
+
+
 class _Collector:
     """A parser target that notes what the link-bearing elements of one page say.
 
     lxml calls :meth:`start` for every start tag (the tree walk calls it for the tags in
     ``_TAGS`` only), so the common case — an element that is none of ours — is one dict
-    lookup. ``hrefs`` keeps raw attribute values in document order; resolution waits
-    until the end because the first ``<base href>`` applies even to links before it.
+    lookup. A ``<link>`` counts only if it names a page (``link_rels``; None: any).
+    ``hrefs`` keeps raw attribute values in document order; resolution waits until the end
+    because the first ``<base href>`` applies even to links before it.
     """
 
-    __slots__ = ("hrefs", "nofollow_at", "refresh_at", "base_href", "robots_nofollow", "title_seen")
+    __slots__ = ("hrefs", "nofollow_at", "refresh_at", "base_href", "robots_nofollow", "title_seen", "link_rels")
 
     def __init__(self) -> None:
-        self.reset()
+        self.reset(None)
 
-    def reset(self) -> None:
+    def reset(self, link_rels: frozenset[str] | None) -> None:
+        self.link_rels = link_rels
         self.hrefs: list[str] = []
         self.nofollow_at: set[int] = set()
         self.refresh_at = -1
@@ -114,6 +185,9 @@ class _Collector:
             value = attrib.get(name)
             if value is not None:
                 rel = attrib.get("rel")
+                rels = self.link_rels
+                if tag == "link" and rels is not None and not _names_page(rels, rel, attrib.get("type")):
+                    return
                 if rel is not None and "nofollow" in rel.lower() and "nofollow" in _TOKENS.split(rel.lower()):
                     self.nofollow_at.add(len(self.hrefs))
                 self.hrefs.append(value)
@@ -294,17 +368,17 @@ def _context(element: Any, paths: dict[Any, str]) -> LinkContext:
     return LinkContext(tag=tag, tag_path=f"{path}/{_name(element)}" if path else _name(element), anchor_text=text)
 
 
-def _parse(data: bytes, tree: bool) -> tuple[_Collector, Any, list[Any] | None]:
+def _parse(data: bytes, tree: bool, link_rels: frozenset[str] | None) -> tuple[_Collector, Any, list[Any] | None]:
     """Run lxml: (collector, root or None, elements or None). Never raises."""
     collector = _parsers.collector
-    collector.reset()
+    collector.reset(link_rels)
     try:
         if not tree:
             etree.fromstring(data, _parsers.target)
             return collector, None, None
         root = etree.fromstring(data, _parsers.tree)
     except (etree.LxmlError, ValueError):
-        collector.reset()
+        collector.reset(link_rels)
         return collector, None, None
     if root is None:
         return collector, None, []
@@ -317,25 +391,25 @@ def extract_links(
     *,
     content_type: str | None = None,
     encoding: str | None = None,
-    follow_nofollow: bool = False,
+    rules: LinkRules = LinkRules(),
     want_context: bool = False,
     want_document: bool = False,
 ) -> ParsedPage:
     """The links of the HTML page `body` fetched from `url` (see :class:`ParsedPage`)."""
     try:
-        page = BaseURL(url)
+        page = BaseURL(url, sort_query=rules.sort_query)
     except ValueError:
         return ParsedPage([], base=url, contexts=[] if want_context else None)
     data = _as_utf8(body, encoding, content_type) if body else b""
     if not data or data.isspace() or b"\x00" in data[:1024]:  # empty, or binary (as WHATWG sniffs)
         return ParsedPage([], base=page.url, contexts=[] if want_context else None)
-    collector, root, elements = _parse(data, want_context or want_document)
+    collector, root, elements = _parse(data, want_context or want_document, rules.link_rels)
     base = page
     if collector.base_href is not None:
         base_url = page.resolve(collector.base_href)
         if base_url is not None and base_url != page.url:
-            base = BaseURL(base_url)
-    parsed = _select(collector, base, elements if want_context else None, follow_nofollow)
+            base = BaseURL(base_url, sort_query=rules.sort_query)
+    parsed = _select(collector, base, elements if want_context else None, rules.follow_nofollow)
     parsed.document = root if want_document else None
     parsed.title = _title(data) if collector.title_seen else None
     return parsed
@@ -370,9 +444,9 @@ def _select(collector: _Collector, base: BaseURL, elements: list[Any] | None, fo
     return ParsedPage(links, len(dropped - seen), contexts, base=base.url, meta_refresh=refresh)
 
 
-def parse_location(location: str, url: str) -> str | None:
+def parse_location(location: str, url: str, *, sort_query: bool = True) -> str | None:
     """The canonical target of a redirect's Location header, resolved against `url`."""
     try:
-        return BaseURL(url).resolve(location)
+        return BaseURL(url, sort_query=sort_query).resolve(location)
     except ValueError:  # the request URL itself is not valid: only an absolute target works
-        return canonicalize(location)
+        return canonicalize(location, sort_query=sort_query)

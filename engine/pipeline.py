@@ -4,12 +4,14 @@ The agent's fetchers call :meth:`Pipeline.page` for every page response and
 :meth:`Pipeline.robots` for robots.txt responses. A page goes through:
 
 1. **decode**: content-coding removed, cut at ``network.max_body_bytes`` (``engine/content.py``);
-2. **examine**: the archive computes its signature and says whether its content is stored
-   already (``store/archive.py``);
-3. **parse**: an HTML page's links are extracted, unless it is a duplicate and
-   ``store.follow_duplicates`` is off (BUbiNG does not follow the links of duplicates);
-4. **store**: one write of request, response or revisit, and a metadata record with the
-   outlinks, then the index line and the graph record;
+2. **examine**: the archive computes its payload digest (and near-duplicate signature) and says
+   whether the same payload, or a near-duplicate, is stored already (``store/archive.py``);
+3. **parse**: an HTML page's links are extracted, unless it is a duplicate, identical or near,
+   and ``store.follow_duplicates`` is off (BUbiNG does not follow the links of duplicates);
+4. **store**: one write of request, response (or revisit, for an identical payload), and a
+   metadata record with the outlinks (and, for a near-duplicate, the capture it nearly
+   repeats), then the index line and the graph record; a near-duplicate is not written at all
+   with ``store.near_duplicates = "skip"``;
 5. **discover**: the links (or the redirect target) leave through the ``discover`` callable
    the agent provides, which routes them to this process's frontier or to the agent that
    owns their host; the pipeline neither knows nor cares which.
@@ -27,7 +29,7 @@ from engine.addresses import is_ip
 from engine.config import Config
 from engine.content import Decoded, decode
 from engine.fetch import FetchResult
-from engine.parse import extract_links, parse_location
+from engine.parse import HTML_TYPES, LinkRules, extract_links, parse_location
 from engine.stats import Counters
 from frontier.filters import PhaseFilters, Response
 from frontier.page import FetchedPage, LinkContext
@@ -38,7 +40,6 @@ from store.errors import StoreFull
 from store.warc import Exchange
 
 REDIRECTS = frozenset((301, 302, 303, 307, 308))
-HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 Discover = Callable[[Sequence[str], str, Sequence[LinkContext] | None], None]
 
@@ -67,6 +68,7 @@ class Pipeline:
         self.stop = stop
         self.filters = PhaseFilters()  # the agent sets the crawl's (and swaps them on a live change)
         self.lost = 0  # fetches that could not be stored (a full disk)
+        self.link_rules = LinkRules.from_config(config)
 
     def decode(self, result: FetchResult) -> Decoded:
         return decode(result.body, result.headers.get("content-encoding"), self.config.network.max_body_bytes)
@@ -89,7 +91,10 @@ class Pipeline:
         redirect: str | None = None,
         payload_truncated: bool = False,
     ) -> bool:
-        """Store the exchange (a page with its metadata and graph record); False if the disk is full."""
+        """Store the exchange (a page with its metadata and graph record); False if the disk is full.
+
+        A near-duplicate the archive skips (``store.near_duplicates = "skip"``) counts as received, not stored.
+        """
         exchange = Exchange(
             result.url,
             result.ip if result.ip and is_ip(result.ip) else None,
@@ -100,7 +105,7 @@ class Pipeline:
             result.truncated,
         )
         try:
-            self.store.store(
+            capture = self.store.store(
                 exchange, status=result.status, mime=mime_of(result.headers.get("content-type")), check=check, page=page,
                 links=links, redirect=redirect, fetch_seconds=result.ended - result.started if page else None,
                 payload_truncated=payload_truncated,
@@ -111,10 +116,10 @@ class Pipeline:
             self.lost += 1
             self.stop(str(e))
             return False
-        self.stats.stored += 1
+        self.stats.stored += capture is not None
         self.stats.bytes += len(result.body)
         if result.truncated:
-            self.stats.truncated += 1
+            self.stats.truncated[result.truncated] += 1
         return True
 
     def page(self, result: FetchResult) -> None:
@@ -123,7 +128,7 @@ class Pipeline:
         self.stats.statuses[status] += 1
         if status in REDIRECTS:
             location = result.headers.get("location")
-            target = parse_location(location, result.url) if location else None
+            target = parse_location(location, result.url, sort_query=self.link_rules.sort_query) if location else None
             if self.save(result, page=True, redirect=target) and target:
                 self.stats.redirects += 1
                 self.discover([target], result.url, None)
@@ -131,6 +136,8 @@ class Pipeline:
         content_type = result.headers.get("content-type", "")
         is_html = status == 200 and content_type.split(";", 1)[0].strip().lower() in HTML_TYPES
         decoded = self.decode(result) if status == 200 or not self.default_policy else Decoded(None, False)
+        if decoded.cut:
+            self.stats.truncated["decoded"] += 1
         check = self.store.examine(
             status=status, body=result.body, payload=decoded.payload, html=is_html,
             complete=not (result.truncated or decoded.cut),
@@ -150,7 +157,7 @@ class Pipeline:
                 decoded.payload or b"",
                 result.url,
                 content_type=content_type,
-                follow_nofollow=self.config.scope.follow_nofollow,
+                rules=self.link_rules,
                 want_context=policy.wants_context,
                 want_document=policy.wants_document,
             )

@@ -221,6 +221,7 @@ def summary_table(summary: Mapping[str, Any]) -> Table:
                   f"({summary['pages_per_second']:,.1f}/s, {summary['pages_per_cpu_second']:,.0f} per CPU-second)"),
         ("robots.txt", f"{summary['robots']:,} fetched, {summary['robots_disallowed']:,} URLs disallowed"),
         ("bytes", f"{summary['bytes'] / 1e6:,.1f} MB, {summary['stored']:,} records stored"),
+        ("bodies cut", ", ".join(f"{k}: {v:,}" for k, v in sorted(summary.get("truncated", {}).items())) or "none"),
         ("hosts", f"{summary['hosts']:,} on {summary['ips']:,} IPs"),
         ("statuses", statuses),
         ("errors", errors),

@@ -6,7 +6,9 @@ the WARC files are the log of everything since. On resume an agent
 1. **replays** the records its WARC files gained after the checkpoint (:func:`replay`): their
    URLs are not fetched again (the *skip set*), and their redirect targets and links are
    discovered again, since the discoveries of the last moments before a crash may not have
-   reached the sieve's files;
+   reached the sieve's files. The links are the ones the fetch's metadata record lists,
+   i.e. what was discovered then: none for a duplicate whose links were not followed
+   (``store.follow_duplicates``), be it a revisit or a near-duplicate stored in full;
 2. **counts** the fetches that were in flight when the process died (:class:`InFlightSlots`):
    each fetcher writes the fingerprint of its URL into its own 8-byte slot of a small mapped
    file when the fetch starts and clears it once the exchange is stored. A slot still set
@@ -14,19 +16,26 @@ the WARC files are the log of everything since. On resume an agent
 
 The positions replay starts from are each WARC file's size at the checkpoint
 (:func:`warc_sizes`): a file absent from the map was created after it and is read whole.
+
+A fetch that left no record is not replayed: a near-duplicate that ``store.near_duplicates =
+"skip"`` kept out of the archive (as BUbiNG does), or a page the store filter kept out. Fetched
+between the checkpoint and the crash, it is fetched again after the resume, and kept out again.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.parse import extract_links, parse_location
+from engine.content import decode_body
+from engine.parse import LinkRules, extract_links, parse_location
 from engine.pipeline import HTML_TYPES, REDIRECTS
 from frontier.urls import fingerprint
+from store.errors import preallocate
+from store.recovery import links_of, metadata_fields
 
 OPEN_SUFFIX = ".open"
 
@@ -45,11 +54,28 @@ def warc_sizes(directory: Path, prefix: str) -> dict[str, int]:
 class Replayed:
     url: str
     robots: bool
-    links: list[str]  # redirect target or extracted links, to discover again
+    links: list[str]  # redirect target or outlinks, to discover again
 
 
-def replay(directory: Path, prefix: str, since: dict[str, int], *, follow_nofollow: bool) -> Iterator[Replayed]:
-    """The response and revisit records written after the checkpoint that recorded ``since``.
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """A response or revisit record read, waiting for the metadata record that lists its links."""
+
+    url: str
+    record_id: str
+    body_links: Callable[[], list[str]]  # the links its body gives, if no metadata record follows
+
+    def replayed(self, links: list[str]) -> Replayed:
+        return Replayed(self.url, self.url.endswith("/robots.txt"), links)
+
+
+def replay(
+    directory: Path, prefix: str, since: dict[str, int], *, rules: LinkRules, max_body_bytes: int
+) -> Iterator[Replayed]:
+    """The fetches stored after the checkpoint that recorded ``since``: one per response or revisit
+    record, with the links of its metadata record (``WARC-Concurrent-To`` it). A response with
+    none (robots.txt, or a page whose metadata record a torn tail cut off) has its links
+    extracted from its body again, decoded as the pipeline does (cut at ``max_body_bytes``).
 
     Call it after the archive has repaired its files (torn tails cut, ``.open`` files
     finished), so that every record read is whole.
@@ -62,29 +88,38 @@ def replay(directory: Path, prefix: str, since: dict[str, int], *, follow_nofoll
             continue
         with open(path, "rb") as f:
             f.seek(start)
+            stored: _Stored | None = None  # the records of one fetch are written together, in this order
             for record in ArchiveIterator(f):
-                if record.rec_type not in ("response", "revisit"):
-                    continue
-                url = record.rec_headers.get_header("WARC-Target-URI")
-                if not url:
-                    continue
-                yield Replayed(url, url.endswith("/robots.txt"), _links(record, url, follow_nofollow))
+                kind, headers = record.rec_type, record.rec_headers
+                if kind == "metadata" and stored is not None and headers.get_header("WARC-Concurrent-To") == stored.record_id:
+                    yield stored.replayed(links_of(metadata_fields(record.content_stream().read())))
+                    stored = None
+                elif kind in ("response", "revisit"):
+                    if stored is not None:
+                        yield stored.replayed(stored.body_links())
+                    url = headers.get_header("WARC-Target-URI")
+                    links = _body_links(record, url, rules, max_body_bytes)
+                    stored = _Stored(url, headers.get_header("WARC-Record-ID"), links) if url else None
+            if stored is not None:
+                yield stored.replayed(stored.body_links())
 
 
-def _links(record, url: str, follow_nofollow: bool) -> list[str]:  # type: ignore[no-untyped-def]
+def _body_links(record, url: str, rules: LinkRules, limit: int) -> Callable[[], list[str]]:  # type: ignore[no-untyped-def]
+    """The links of a response as its body gives them, decoded and extracted only when called."""
     http = record.http_headers
     if record.rec_type != "response" or http is None:
-        return []
+        return list
     status = int(http.get_statuscode() or 0)
     if status in REDIRECTS:
         location = http.get_header("location")
-        target = parse_location(location, url) if location else None
-        return [target] if target else []
+        target = parse_location(location, url, sort_query=rules.sort_query) if location else None
+        return lambda: [target] if target else []
     content_type = http.get_header("content-type") or ""
     if status != 200 or content_type.split(";", 1)[0].strip().lower() not in HTML_TYPES:
-        return []
-    body = record.content_stream().read()
-    return extract_links(body, url, content_type=content_type, follow_nofollow=follow_nofollow).links
+        return list
+    body = record.raw_stream.read()  # now, as stored: the stream moves on with the next record
+    encoding = http.get_header("content-encoding")
+    return lambda: extract_links(decode_body(body, encoding, limit), url, content_type=content_type, rules=rules).links
 
 
 class InFlightSlots:
@@ -96,9 +131,12 @@ class InFlightSlots:
         try:
             old = os.pread(fd, os.fstat(fd).st_size, 0)
             self.left_by_crash = {v for v in memoryview(old[: len(old) // 8 * 8]).cast("Q") if v}
-            os.ftruncate(fd, 0)
+            # allocated, not sparse: a full disk is StoreFull here (the old slots kept for the next
+            # start to read), never SIGBUS at a fetcher's first store into the mapping
+            preallocate(fd, size, path)
             os.ftruncate(fd, size)
             self._map = mmap.mmap(fd, size)
+            self._map[:] = bytes(size)
         finally:
             os.close(fd)
         self._slots = memoryview(self._map).cast("Q")

@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from store.errors import full_when_no_room
+
 
 @dataclass
 class Counters:
@@ -25,7 +27,9 @@ class Counters:
     robots_disallowed: int = 0
     links: int = 0  # links extracted from pages
     redirects: int = 0
-    truncated: int = 0
+    # bodies cut, by kind: "length" (the transfer stopped at network.max_body_bytes), "decoded" (the decoded
+    # payload went past it): either way the links past the cut are lost, so a user must be able to see it
+    truncated: Counter[str] = field(default_factory=Counter)
     store_filtered: int = 0  # pages the store filter kept out of the WARC files
     refused_addresses: int = 0
     todo_waits: int = 0  # times a fetcher found the todo ring empty
@@ -39,8 +43,8 @@ class Counters:
                 continue
             if f.name == "statuses":
                 self.statuses.update({int(k): v for k, v in saved["statuses"].items()})
-            elif f.name == "errors":
-                self.errors.update(saved["errors"])
+            elif f.name in ("errors", "truncated"):
+                getattr(self, f.name).update(saved[f.name] if isinstance(saved[f.name], dict) else {})
             else:
                 setattr(self, f.name, saved[f.name])
 
@@ -48,11 +52,13 @@ class Counters:
         d = dataclasses.asdict(self)
         d["statuses"] = {str(k): v for k, v in sorted(self.statuses.items())}
         d["errors"] = dict(self.errors)
+        d["truncated"] = dict(self.truncated)
         return d
 
 
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+def cpu_seconds(who: int = resource.RUSAGE_SELF) -> float:
+    """User+system CPU of this process since it started (or, with RUSAGE_CHILDREN, of its reaped children)."""
+    usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
 
 
@@ -62,7 +68,16 @@ def rss_bytes() -> int:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write atomically, so a reader never sees half a file."""
+    """Write atomically (a temporary file, then a rename), so a reader never sees half a file.
+
+    A write that finds no room raises :class:`store.errors.StoreFull` and leaves the previous
+    file as it was (the temporary is deleted).
+    """
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS))
+    try:
+        with full_when_no_room(tmp):
+            tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS))
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)

@@ -15,6 +15,12 @@ supervisor
 * **restarts an agent that dies** (killed, or crashed); it resumes from its own checkpoint
   while the others go on. An agent dying over and over (``MAX_RESTARTS`` within a minute) stops
   the crawl with an error, which systemd's ``Restart=on-failure`` then retries whole;
+* **stops the crawl on a full disk**: an agent that finds no room (``store.errors.StoreFull``)
+  says so and exits with :data:`EXIT_STORE_FULL`; it is not restarted (it would meet the full
+  disk again), the others stop cleanly, ``stop_reason`` is ``store_full``, one line on stderr
+  says where, and ``crawl run`` exits with :data:`EXIT_STORE_FULL` (``--resume`` continues once
+  there is room). ``OUT/reserve`` keeps ``RESERVE_BYTES`` aside for the end: its room is given
+  back to write ``stats.json`` on a full disk;
 * **speaks systemd's notify protocol** (``engine/sdnotify.py``): READY, STATUS, WATCHDOG, STOPPING;
 * **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
   :class:`~engine.control.Controllable`, fanning each command out to the agents and answering
@@ -27,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
 import signal
 import socket
 import sys
@@ -45,12 +52,17 @@ from engine.metrics import Exporter
 from engine.progress import ProgressDisplay
 from engine.sdnotify import Notifier
 from frontier.urls import canonicalize
-from engine.stats import cpu_seconds, rss_bytes, write_json
+from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
+from store.errors import StoreFull, free_space, preallocate
 
 MANIFEST = "crawl.json"
+EXIT_STORE_FULL = 3  # exit status of an agent, and of ``crawl run``, stopped by a full disk (1: failed, 2: usage)
+RESERVE = "reserve"  # OUT/reserve: room set aside while the crawl runs, given back for stats.json on a full disk
+RESERVE_BYTES = 1 << 20
 MAX_RESTARTS = 5  # within RESTART_WINDOW seconds, per agent
 RESTART_WINDOW = 60.0
 TICK = 0.5  # seconds between two looks at the agents' statuses
+LAST_WORDS = 5.0  # seconds to read what an agent sent before it exited (it is at most a line or two)
 
 
 class CrawlFolderError(Exception):
@@ -84,6 +96,7 @@ class AgentProcess:
     deaths: deque[float] = field(default_factory=deque)
     restarts: int = 0
     exited: asyncio.Event = field(default_factory=asyncio.Event)
+    summary: dict[str, Any] | None = None  # sent by the agent as it exits (its stats.json may not fit on the disk)
 
 
 class Supervisor:
@@ -98,6 +111,7 @@ class Supervisor:
         self.stopping = False
         self.stop_reason = ""
         self.failed = False
+        self.full: tuple[str, Path] | None = None  # who found no room, to write what
         self.timeline: list[dict[str, float]] = []
         self._quiet_ticks = 0
         self._ready_sent = False
@@ -115,21 +129,26 @@ class Supervisor:
     async def run(self) -> dict:
         """Run the crawl to its end; returns the summary written to ``OUT/stats.json``."""
         self.out.mkdir(parents=True, exist_ok=True)
-        self.write_manifest()
-        if len(self.agents) > 1:
-            SharedIpTable.create(self.out / "ip-table")
+        try:
+            self.keep_room()
+            self.write_manifest()
+            if len(self.agents) > 1:
+                SharedIpTable.create(self.out / "ip-table")
+        except StoreFull as e:  # no agent is started into a full disk
+            self.note_full("the supervisor", e.path)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.stop_crawl, f"signal {signal.Signals(sig).name}")
         self.started = time.monotonic()  # until every agent runs; then the crawl's clock starts
         self._cpu_at_start = cpu_seconds()
+        self._children_cpu_at_start = cpu_seconds(resource.RUSAGE_CHILDREN)
         control = None
-        if self.config.control.listen:
+        if self.config.control.listen and not self.stopping:
             control = ControlServer(self.config.control.listen, token_for(self.config.control.token), self,
                                     allow_remote=self.config.control.allow_remote)
             await control.start()
             print(f"control API: {control.url}", file=sys.stderr, flush=True)
-        watchers = [asyncio.create_task(self.keep(agent)) for agent in self.agents]
+        watchers = [asyncio.create_task(self.keep(agent)) for agent in self.agents if not self.stopping]
         ticker = asyncio.create_task(self.tick_loop())
         await asyncio.gather(*watchers)
         if control is not None:
@@ -141,13 +160,66 @@ class Supervisor:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         self.notifier.notify("STOPPING=1", f"STATUS=stopped: {self.stop_reason}")
-        summary = self.summary()
-        write_json(self.out / "stats.json", summary)
+        summary = self.summary()  # the free space it reports is the full disk's, before the reserve goes
+        self.write_summary(summary)
+        if "store_full" in summary:
+            full = summary["store_full"]
+            print(f"crawl: stopped: the store is full ({'?' if full['free_bytes'] is None else full['free_bytes']} "
+                  f"bytes free on {full['mount']}): {full['who']} could not write {full['path']}; "
+                  "make room, then run the same command with --resume", file=sys.stderr)
         return summary
+
+    @property
+    def exit_status(self) -> int:
+        """What ``crawl run`` exits with: :data:`EXIT_STORE_FULL`, 1 if an agent kept failing, else 0."""
+        return EXIT_STORE_FULL if self.full is not None else 1 if self.failed else 0
 
     def write_manifest(self) -> None:
         write_json(self.out / MANIFEST, {"version": 1, "agents": len(self.agents), "config": describe(self.config),
                                          "seeds": self.seeds})
+
+    def update_manifest(self) -> None:
+        """Rewrite the manifest while the crawl runs; no room for it stops the crawl (``store_full``)."""
+        try:
+            self.write_manifest()
+        except StoreFull as e:
+            self.note_full("the supervisor", e.path)
+
+    def keep_room(self) -> None:
+        """Set ``RESERVE_BYTES`` aside in ``OUT/reserve`` (allocated for real), for :meth:`write_summary`."""
+        path = self.out / RESERVE
+        try:
+            with open(path, "wb") as f:
+                preallocate(f.fileno(), RESERVE_BYTES, path)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+
+    def write_summary(self, summary: dict) -> None:
+        """``OUT/stats.json``, on a full disk too: the reserve's room is given back for it, and if even
+        that is too little, the summary goes without its timeline; failing that, the previous one stays."""
+        path, reserve = self.out / "stats.json", self.out / RESERVE
+        slim = {k: v for k, v in summary.items() if k != "timeline"}
+        for data, release in ((summary, False), (summary, True), (slim, True)):
+            if release:
+                reserve.unlink(missing_ok=True)
+            try:
+                write_json(path, data)
+                break
+            except StoreFull:
+                continue
+        else:
+            print(f"crawl: {path} not written: no room for it even in the reserve; the previous one (if any) stays",
+                  file=sys.stderr)
+        reserve.unlink(missing_ok=True)  # a crawl that ended needs none; the next start sets it aside again
+
+    def note_full(self, who: str, path: Path) -> None:
+        """``who`` (an agent, or the supervisor) found no room to write ``path``: stop the crawl with
+        ``store_full``, whatever it was stopping for, and restart no agent."""
+        if self.full is None:
+            self.full = (who, path)
+        self.stop_crawl("store_full")
+        self.stop_reason = "store_full"
 
     def stop_crawl(self, reason: str) -> None:
         """Ask every agent to finish (idempotent; the first reason is kept)."""
@@ -170,6 +242,9 @@ class Supervisor:
         while True:
             code = await self.start_and_wait(agent, fresh)
             fresh = False
+            if code == EXIT_STORE_FULL:  # restarted, it would meet the full disk again
+                self.note_full(f"agent {agent.index}", self.out)
+                return
             if self.stopping or code == 0:
                 return
             now = time.monotonic()
@@ -197,11 +272,12 @@ class Supervisor:
             self.send(agent, {"cmd": "stop", "reason": self.stop_reason})
         elif self.paused:  # a restarted agent joins a paused crawl paused
             self.send(agent, {"cmd": "pause", "seq": self.command_seq})
+        agent.summary = None
         listener = asyncio.create_task(self.listen(agent, reader))
         code = await agent.process.wait()
-        listener.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await listener
+        # the lines the agent sent just before it exited (its summary); the socket ends with it
+        with contextlib.suppress(TimeoutError, ValueError, orjson.JSONDecodeError):
+            await asyncio.wait_for(listener, LAST_WORDS)
         agent.writer.close()
         agent.writer, agent.status = None, None
         return code
@@ -213,6 +289,10 @@ class Supervisor:
                 agent.status = message["status"]
                 agent.fresh += 1
                 self.heard.set()
+            elif "store_full" in message:
+                self.note_full(f"agent {agent.index}", Path(message["store_full"]["path"]))
+            elif "summary" in message:
+                agent.summary = message["summary"]
 
     # -- the periodic look -------------------------------------------------------------------
 
@@ -337,10 +417,10 @@ class Supervisor:
         await self.command({"cmd": "resume"})
 
     async def add_seeds(self, urls: list[str]) -> int:
-        accepted = [u for u in map(canonicalize, urls) if u is not None]
+        accepted = [u for u in (canonicalize(url, sort_query=self.config.urls.sort_query) for url in urls) if u is not None]
         if accepted:
             self.seeds += accepted
-            self.write_manifest()  # a restarted or resumed agent finds them there
+            self.update_manifest()  # a restarted or resumed agent finds them there
             await self.command({"cmd": "seeds", "urls": accepted})
         return len(accepted)
 
@@ -349,7 +429,7 @@ class Supervisor:
         for key, value in values.items():
             section, name = key.split(".")
             setattr(getattr(self.config, section), name, value)
-        self.write_manifest()
+        self.update_manifest()
         if "engine.max_seconds" in values and self._ready_sent:
             self.schedule_max_seconds()
         self.display.max_pages, self.display.max_seconds = self.config.engine.max_pages, self.config.engine.max_seconds
@@ -366,11 +446,16 @@ class Supervisor:
         parts = []
         for agent in self.agents:
             path = self.out / f"agent-{agent.index}" / "stats.json"
-            if path.exists():
+            if agent.summary is not None:
+                parts.append(agent.summary)
+            elif path.exists():
                 parts.append(orjson.loads(path.read_bytes()))
         elapsed = time.monotonic() - self.started
-        total = add_up([{k: v for k, v in p.items() if k not in _NOT_ADDED} for p in parts])
-        cpu = total.get("cpu_seconds", 0.0) + cpu_seconds() - self._cpu_at_start
+        zeros = {**Counters().as_dict(), "hosts": 0}  # every counter, even when no agent ran (a full disk at start)
+        total = add_up([{k: v for k, v in p.items() if k not in _NOT_ADDED} for p in [zeros, *parts]])
+        # The CPU a user pays for: every process of the crawl from its start to its exit (the supervisor's
+        # imports, each agent's start-up and shutdown, restarted agents), not only the crawling time.
+        cpu = cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN) - self._children_cpu_at_start
         pages = total.get("pages", 0)
         reasons = sorted({p.get("stop_reason", "") for p in parts} - {""})
         return {
@@ -381,17 +466,31 @@ class Supervisor:
             "pages_per_second": pages / elapsed if elapsed else 0.0,
             "pages_per_cpu_second": pages / cpu if cpu else 0.0,
             "rss_bytes": total.get("rss_bytes", 0) + rss_bytes(),
+            "ips": self.ips(total.get("ips", 0)),
             "processes": len(self.agents),
             "startup_seconds": self.startup_seconds,
             "restarts": sum(a.restarts for a in self.agents),
+            **({"store_full": self.full_report()} if self.full is not None else {}),
             "agents": [{k: v for k, v in p.items() if k not in ("timeline", "config")} for p in parts],
             "config": describe(self.config),
             "timeline": self.timeline,
         }
 
+    def full_report(self) -> dict[str, Any]:
+        """``stats.json``'s ``store_full``: who found no room, to write what, and the free space there."""
+        assert self.full is not None
+        who, path = self.full
+        mount, free = free_space(path)
+        return {"who": who, "path": str(path), "mount": str(mount), "free_bytes": free}
+
+    def ips(self, agents_ips: int) -> int:
+        """IPs crawled from: agents that share an IP each count it, the machine-wide table once."""
+        table = self.out / "ip-table"
+        return SharedIpTable.count_ips(table) if len(self.agents) > 1 and table.exists() else agents_ips
+
 
 _NOT_ADDED = frozenset(("stop_reason", "elapsed_seconds", "pages_per_second", "pages_per_cpu_second", "config",
-                        "timeline", "agent", "resumed", "started"))
+                        "timeline", "agent", "resumed", "started", "store_full"))
 
 
 def add_up(parts: list[dict]) -> dict:
@@ -407,13 +506,13 @@ def add_up(parts: list[dict]) -> dict:
     return out
 
 
-def supervise(config: Config, seeds: list[str], agents: int, *, resuming: bool) -> tuple[dict, bool]:
-    """Run a whole crawl from this process; returns (summary, whether an agent kept failing)."""
+def supervise(config: Config, seeds: list[str], agents: int, *, resuming: bool) -> tuple[dict, int]:
+    """Run a whole crawl from this process; returns (summary, exit status: :attr:`Supervisor.exit_status`)."""
     import uvloop
 
-    async def main() -> tuple[dict, bool]:
+    async def main() -> tuple[dict, int]:
         supervisor = Supervisor(config, seeds, agents, resuming=resuming)
         summary = await supervisor.run()
-        return summary, supervisor.failed
+        return summary, supervisor.exit_status
 
     return uvloop.run(main())

@@ -3,8 +3,10 @@
 * ``crawl warc ls OUT``: one line per record: file, offset, length, type, date, target URI.
 * ``crawl warc verify OUT``: every WARC file must be whole gzip members, parse with warcio
   with every block and payload digest right, and agree with its CDXJ index (each line points
-  at a record of its URL, and every response and revisit record has a line). Prints one line
-  per file; exits 1 if any file fails, naming the file and the problem.
+  at a record of its URL, and every response and revisit record has a line); and every
+  revisit must refer to a response of the archive with its URI, its date and the same payload
+  digest (a revisit promises identical payloads: replay serves the original's in its place).
+  Prints one line per file; exits 1 if any file fails, naming the file and the problem.
 * ``crawl warc cat OUT URL``: the most recent record of ``URL`` (response or revisit), found
   through the CDXJ indexes and read from its offset, as WARC text on standard output.
 
@@ -16,10 +18,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import zlib
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
 
@@ -54,23 +59,93 @@ def ls(folder: Path) -> int:
     return 0
 
 
-def verify_file(path: Path) -> str:
-    """A problem of one WARC file and its index, or "" if there is none."""
+class Original(NamedTuple):
+    """What a revisit must agree with: its original response's URI, date and payload digest."""
+
+    uri: str
+    date: str
+    digest: str
+
+
+class Reference(NamedTuple):
+    """What a revisit record says of its original."""
+
+    file: str  # the revisit's WARC file
+    target: str  # the revisit's own URI
+    record_id: str  # WARC-Refers-To
+    original: Original  # WARC-Refers-To-Target-URI, WARC-Refers-To-Date, and its own WARC-Payload-Digest
+
+
+@dataclass
+class Revisits:
+    """Revisits waiting for the response they refer to. Files are read newest first
+    (:func:`read_order`) and an original is written before its revisits, so only the revisits
+    whose original is in an older file wait, and no file's responses are kept after it is read."""
+
+    waiting: dict[str, list[Reference]] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)  # file name → its first problem
+
+    def read(self, references: list[Reference], responses: dict[str, Original]) -> None:
+        """One file's revisits, then its responses (by record id)."""
+        for ref in references:
+            self.waiting.setdefault(ref.record_id, []).append(ref)
+        for record_id, original in responses.items():
+            for ref in self.waiting.pop(record_id, ()):
+                if ref.original != original:
+                    self.problems.setdefault(ref.file, f"the revisit of {ref.target} says {' '.join(ref.original)} of "
+                                                       f"{record_id}, which is {' '.join(original)}")
+
+    def finish(self) -> None:
+        """Revisits whose original is nowhere in the archive."""
+        for record_id, refs in self.waiting.items():
+            for ref in refs:
+                self.problems.setdefault(ref.file, f"the revisit of {ref.target} refers to {record_id or 'no record'}, "
+                                                   "which is not in the archive")
+        self.waiting.clear()
+
+
+_SERIAL = re.compile(r"(.*)-\d{14}-(\d+)\.warc\.gz")
+
+
+def read_order(files: list[Path]) -> list[Path]:
+    """Newest first within each prefix, by serial (a name's date may run back with the clock)."""
+
+    def key(path: Path) -> tuple[str, int]:
+        m = _SERIAL.fullmatch(path.name.removesuffix(OPEN_SUFFIX))
+        return (m[1], int(m[2])) if m else (path.name, 0)
+
+    return sorted(files, key=key, reverse=True)
+
+
+def verify_file(path: Path, revisits: Revisits | None = None) -> str:
+    """A problem of one WARC file and its index, or "" if there is none. Its revisits and responses
+    go to ``revisits``, where they are checked against each other across files."""
     size = path.stat().st_size
     whole = end_of_complete_members(path)
     if whole < size:
         return f"not whole gzip members from byte {whole} of {size}"
     kinds: Counter[str] = Counter()
+    name = path.name.removesuffix(OPEN_SUFFIX)
+    references: list[Reference] = []
+    responses: dict[str, Original] = {}
     with open(path, "rb") as f:
         try:
             for record in ArchiveIterator(f, check_digests="raise"):
                 record.raw_stream.read()  # digests are of the bytes as stored: no content-coding undone
                 kinds[record.rec_type] += 1
+                get = record.rec_headers.get_header
+                if record.rec_type == "response":
+                    responses[get("WARC-Record-ID")] = Original(get("WARC-Target-URI"), get("WARC-Date"), get("WARC-Payload-Digest"))
+                elif record.rec_type == "revisit":
+                    references.append(Reference(name, get("WARC-Target-URI"), get("WARC-Refers-To") or "", Original(
+                        get("WARC-Refers-To-Target-URI"), get("WARC-Refers-To-Date"), get("WARC-Payload-Digest"))))
         except Exception as e:  # warcio raises several kinds; each is the answer here
             return f"does not parse: {type(e).__name__}: {e}"
+        finally:
+            if revisits is not None:  # what was read, even of a file that fails
+                revisits.read(references, responses)
     if not kinds or next(iter(kinds)) != "warcinfo":
         return "does not begin with a warcinfo record"
-    name = path.name.removesuffix(OPEN_SUFFIX)
     index = path.parent / cdxj.index_name(name)
     if not index.exists():
         index = index.with_name(index.name + OPEN_SUFFIX)
@@ -96,9 +171,12 @@ def verify(folder: Path) -> int:
     if not files:
         print(f"crawl warc verify: no WARC files in {folder}", file=sys.stderr)
         return 1
+    revisits = Revisits()
+    problems = {path: verify_file(path, revisits) for path in read_order(files)}
+    revisits.finish()
     failed = 0
     for path in files:
-        problem = verify_file(path)
+        problem = problems[path] or revisits.problems.get(path.name.removesuffix(OPEN_SUFFIX), "")
         flag = " (still .open)" if path.name.endswith(OPEN_SUFFIX) else ""
         print(f"{'FAIL' if problem else 'ok'}\t{path.name}{flag}" + (f"\t{problem}" if problem else ""))
         failed += bool(problem)

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from frontier.shapes import ShapeBudget
 from frontier.urls import split
 from frontier.visit_state import Phase, VisitState
 from frontier.workbench import Workbench
@@ -66,6 +67,7 @@ class Distributor:
         required_front: int = 1000,
         front_step: int = 1000,
         ranked: bool = False,
+        shapes: ShapeBudget | None = None,
     ) -> None:
         self.workbench = workbench
         self.sieve = sieve
@@ -77,6 +79,7 @@ class Distributor:
         self.front_step = front_step
         self.front_cap = max(required_front, workbench_bytes // BYTES_PER_URL_ESTIMATE // 2)
         self.ranked = ranked
+        self.shapes = shapes  # counted here, as URLs leave the sieve: each one exactly once
         self.host_to_visit_state: dict[str, VisitState] = {}
         self.refill: deque[VisitState] = deque()
         self._next_id = 0
@@ -156,6 +159,8 @@ class Distributor:
         if count_against_limit:
             if vs.scheduled >= self.max_urls_per_host:
                 self.dropped_host_limit += 1
+                return None
+            if self.shapes is not None and not self.shapes.admit(scheme_authority, path_query):
                 return None
             vs.scheduled += 1
         entry = bytes([item[0]]) + path_query.encode() if self.ranked else path_query.encode()

@@ -1,10 +1,11 @@
 """The frontier facade: the one object the engine talks to.
 
 It owns the URL cache, the sieve, the workbench, the virtualizer, the distributor, the
-scope and the crawl policy, and exposes the operations of ARCHITECTURE.md's steps:
-``discover`` (links in), ``distribute`` (sieve → workbench, returns hosts to resolve),
-``resolved``/``resolve_failed`` (DNS results in), ``acquire``/``next_url``/``release``
-(the fetch token), ``fetched`` (the policy's hook), and ``statistics``.
+scope (with its trap limits), the URL-shape budget and the crawl policy, and exposes the
+operations of ARCHITECTURE.md's steps: ``discover`` (links in), ``distribute`` (sieve →
+workbench, returns hosts to resolve), ``resolved``/``resolve_failed`` (DNS results in),
+``acquire``/``next_url``/``release`` (the fetch token), ``fetched`` (the policy's hook), and
+``statistics``.
 
 Every method is synchronous and takes ``now`` where time matters; the engine performs the
 I/O these calls ask for. Nothing here reads a clock.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -26,11 +28,12 @@ from frontier.distributor import Distributor, DistributorStatistics
 from frontier.page import FetchedPage, LinkContext
 from frontier.policy import BreadthFirst, CrawlPolicy
 from frontier.scope import Scope
+from frontier.shapes import ShapeBudget
 from frontier.sieve import MercatorSieve
 from frontier.url_cache import UrlCache
 from frontier.urls import split
 from frontier.virtualizer import WorkbenchVirtualizer
-from frontier.visit_state import Phase, VisitState
+from frontier.visit_state import Phase, Rules, VisitState
 from frontier.workbench import Workbench, WorkbenchStatistics
 
 _fingerprint = xxhash.xxh3_64_intdigest
@@ -47,6 +50,7 @@ class FrontierSettings:
     url_cache_bytes: int = 64 << 20
     virtualizer_segment_bytes: int = 64 << 20
     max_urls_per_host: int = 100_000
+    max_urls_per_shape: int = 0  # new URLs per host differing only in digits (frontier/shapes.py); 0 = no limit
     required_front: int = 1000
     front_step: int = 1000
     sieve_flush_interval: float = 1.0
@@ -107,6 +111,8 @@ class Frontier:
             resume_from=index_from,
         )
         self.workbench = Workbench(settings.ip_delay)
+        self.drops: Counter[str] = Counter()
+        self.shapes = ShapeBudget(settings.max_urls_per_shape, self.drops) if settings.max_urls_per_shape else None
         self.distributor = Distributor(
             self.workbench,
             self.sieve,
@@ -117,12 +123,12 @@ class Frontier:
             required_front=settings.required_front,
             front_step=settings.front_step,
             ranked=self.ranked,
+            shapes=self.shapes,
         )
         self.resolving = 0
         self.retrying = 0
         self.discovered = 0
         self.cache_hits = 0
-        self.drops: Counter[str] = Counter()
         self._revisits: list[tuple[float, int, bytes]] = []
         self._revisit_seq = itertools.count()
         self._next_flush = 0.0
@@ -155,18 +161,25 @@ class Frontier:
             # monotonic instants mean nothing to another process: keep what is left to wait
             "revisits": [[at - now, data.decode("latin-1")] for at, _, data in self._revisits],
             "extra": extra,
+            "shapes": self.shapes.state() if self.shapes is not None else None,
         }
         hosts = snapshot.encode_hosts(d.host_to_visit_state.values(), self.ranked)
         snapshot.write(self.checkpoint_path, meta, index, hosts, fsync=self.settings.fsync)
         self.sieve.commit_checkpoint(sieve_state)
         self.virtualizer.commit_checkpoint(index)
 
-    def restore(self, now: float) -> tuple[list[VisitState], dict]:
+    def restore(
+        self, now: float, rules: Callable[[bytes, float], Rules | None] | None = None
+    ) -> tuple[list[VisitState], dict]:
         """Resume from the checkpoint: returns the visit states to resolve and the engine's extra.
 
         The previous process may have fetched any host or IP just before it died, even with
         no checkpoint yet, so no host is fetched before ``now`` + its delay, and no IP before
         ``now`` + the IP delay, unless the directory was empty when opened.
+
+        ``rules(saved, fetched)`` turns a host's saved robots.txt rules and their wall-clock
+        fetch time back into the engine's rules, or None if they are to be fetched again
+        (expired); without it every robots.txt is fetched again.
         """
         if self._used_before:
             self.workbench.not_before = now + self.settings.ip_delay
@@ -180,6 +193,8 @@ class Frontier:
         counters = meta["counters"]
         self.discovered, self.cache_hits = counters["discovered"], counters["cache_hits"]
         self.drops.update(counters["drops"])
+        if self.shapes is not None and meta.get("shapes"):  # a checkpoint taken with the budget off has none
+            self.shapes.load(meta["shapes"])
         for delay, data in meta["revisits"]:
             heapq.heappush(self._revisits, (now + delay, next(self._revisit_seq), data.encode("latin-1")))
         to_resolve = []
@@ -187,6 +202,8 @@ class Frontier:
             vs = VisitState(saved.id, saved.scheme_authority, saved.host_delay, ranked=self.ranked)
             vs.scheduled, vs.fetched, vs.on_disk = saved.scheduled, saved.fetched, saved.on_disk
             vs.next_fetch = now + saved.host_delay
+            if saved.robots is not None and rules is not None:
+                vs.robots, vs.robots_fetched = rules(saved.robots, saved.robots_fetched), saved.robots_fetched
             d.restore(vs, [] if saved.purged else saved.items)
             if saved.purged:
                 vs.transition("purge")
@@ -202,8 +219,9 @@ class Frontier:
     def discover(
         self, links: Iterable[str], parent: str | None = None, contexts: Iterable[LinkContext] | None = None
     ) -> int:
-        """Offer canonical URLs to scope, policy, URL cache and sieve; returns how many reached the sieve."""
+        """Offer canonical URLs to scope, policy, URL cache, trap limits and sieve; returns how many reached the sieve."""
         allows = self.scope.allows
+        rejects = self.scope.rejects
         schedule = self.schedule
         policy = self.policy
         hosts = self.distributor.host_to_visit_state
@@ -234,6 +252,11 @@ class Frontier:
             fp = _fingerprint(data)
             if not cache_add(fp):
                 self.cache_hits += 1
+                continue
+            # the trap limits depend on the URL alone: judged once, its later links are cache hits
+            reason = rejects(url)
+            if reason is not None:
+                self.drops[reason] += 1
                 continue
             if self.ranked:
                 data = bytes([max(0, min(255, policy.priority(url, parent, context)))]) + data
@@ -270,10 +293,21 @@ class Frontier:
 
     # -- step 3: DNS ---------------------------------------------------------------------
 
-    def resolved(self, vs: VisitState, ip: str) -> None:
+    def resolved(self, vs: VisitState, ip: str, expires: float = math.inf) -> None:
+        """``vs`` resolved to ``ip`` until ``expires`` (monotonic): a new host joins its IP's entry, a
+        re-resolved one moves there (see :meth:`readdress`)."""
         self.resolving -= 1
         vs.retries = 0
-        self.workbench.attach(vs, ip)
+        vs.ip_expires, vs.ip_used = expires, False
+        if vs.entry is None:
+            self.workbench.attach(vs, ip)
+        else:
+            self.workbench.move(vs, ip)
+
+    def readdress(self, vs: VisitState) -> None:
+        """An acquired host's address expired: the engine resolves it again instead of fetching."""
+        self.workbench.readdress(vs)
+        self.resolving += 1
 
     def resolve_failed(self, vs: VisitState, *, permanent: bool) -> float | None:
         """A lookup failed: returns the back-off before retrying, or None if the host was purged."""

@@ -28,8 +28,8 @@ A *frame* is a 16-byte header ``magic, count, nbytes, xxh32(payload, seed=count)
 and a payload of ``count`` fingerprints (u64, aux only), ``count`` lengths (u32) and
 ``nbytes`` bytes of URLs. A frame holds up to ``frame_urls`` URLs and is written with one
 system call; the checksum detects a torn or garbled frame, which is dropped with everything
-after it. Replacements (``store~``, ``aux~``, ``state.json~``) are written aside and renamed
-over the original.
+after it. Replacements (``store~``, ``state.json~``) are written aside and renamed over the
+original; ``aux`` is emptied in place once a flush has consumed it.
 
 Flush (when the bucket is full, inside ``enqueue``, or on ``flush()``)
 ---------------------------------------------------------------------
@@ -72,6 +72,15 @@ torn tail is cut. So, across a crash:
   after a power loss, a store renamed since the last checkpoint may be short, which opening
   detects (header checksum and file size) and reports as :class:`SieveCorrupted`.
 
+A full disk
+-----------
+Every write that finds no room raises ``store.errors.StoreFull`` and leaves the files as they
+were: an ``aux`` frame is appended whole or cut back, a flush takes the room for its new
+store (``posix_fallocate``) before writing it and, if anything fails before its commit,
+deletes ``store~`` and cuts the ready segment back (the bucket stays, for a later flush), and
+a failed ``state.json~`` leaves the previous ``state.json``. After freeing space, the same
+sieve (or a reopened one) goes on.
+
 Collisions
 ----------
 Two different URLs with the same 64-bit fingerprint are one URL to the sieve: the later one
@@ -81,6 +90,7 @@ at 10^8 known URLs), the exception G3 allows.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
@@ -91,6 +101,8 @@ from typing import BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 import xxhash
+
+from store.errors import append_whole, full_when_no_room, preallocate
 
 _xxh3 = xxhash.xxh3_64_intdigest
 _xxh32 = xxhash.xxh32_intdigest
@@ -193,8 +205,9 @@ class MercatorSieve:
         for leftover in ("store~", "aux~", "state.json~"):
             (self.directory / leftover).unlink(missing_ok=True)
         self._read_store_header()
-        self._open_ready(resume_from)
-        self._open_aux()
+        with full_when_no_room(self.directory):
+            self._open_ready(resume_from)
+            self._open_aux()
         if self._pending >= self.bucket_slots:
             self.flush()
 
@@ -226,14 +239,25 @@ class MercatorSieve:
         self._write_frame()
         fps = np.frombuffer(self._fps, dtype=np.uint64, count=n)
         tmp = self.directory / "store~"
-        with open(tmp, "wb") as dst, _open_or_none(self.directory / "store") as src:
-            dst.write(bytes(_STORE_HEADER))
-            src.seek(_STORE_HEADER if self._known else 0)
-            new = _merge(fps, src, self._known, dst)
-            fresh = int(np.count_nonzero(new))
-            segment, end = self._append_ready(new, fresh)
-            dst.seek(0)
-            dst.write(_store_header(self._known + fresh, segment, end, self._aux_epoch, self._flushes + 1))
+        try:
+            with full_when_no_room(tmp), open(tmp, "wb") as dst, _open_or_none(self.directory / "store") as src:
+                # room for the largest store this flush can make, taken before writing any of it
+                preallocate(dst.fileno(), _STORE_HEADER + 8 * (self._known + n), tmp)
+                dst.write(bytes(_STORE_HEADER))
+                src.seek(_STORE_HEADER if self._known else 0)
+                new = _merge(fps, src, self._known, dst)
+                fresh = int(np.count_nonzero(new))
+                with full_when_no_room(self.directory):  # the ready queue
+                    segment, end = self._append_ready(new, fresh)
+                dst.truncate(dst.tell())  # what the bucket's known URLs did not take of the preallocation
+                dst.seek(0)
+                dst.write(_store_header(self._known + fresh, segment, end, self._aux_epoch, self._flushes + 1))
+        except BaseException:  # nothing is committed: free what the attempt took, keep the bucket for the next
+            tmp.unlink(missing_ok=True)
+            if self._writer is not None:
+                with contextlib.suppress(OSError):  # the next flush cuts it again (_writer_fd)
+                    os.ftruncate(self._writer[1], self._ready_end if self._writer[0] == self._ready_seg else 0)
+            raise
         os.replace(tmp, self.directory / "store")  # the commit
         self._known += fresh
         self._flushes += 1
@@ -248,6 +272,9 @@ class MercatorSieve:
 
     def _write_frame(self) -> None:
         """Append the RAM frame (the newest bucket records) to ``aux`` with one system call."""
+        if self._aux_fd < 0:
+            self._check_open()
+            self._start_aux()
         urls = self._frame
         if not urls:
             return
@@ -256,7 +283,9 @@ class MercatorSieve:
         fps = np.frombuffer(self._fps, dtype=np.uint64, count=end - start, offset=8 * start)
         lengths = np.fromiter(map(len, urls), dtype=U32, count=len(urls))
         payload = b"".join((fps.astype(U64, copy=False).tobytes(), lengths.tobytes(), *urls))
-        _write_all(self._aux_fd, _frame_header(len(urls), int(lengths.sum()), payload) + payload)
+        # whole or not at all: a frame torn by a full disk would hide every frame after it
+        append_whole(self._aux_fd, _frame_header(len(urls), int(lengths.sum()), payload) + payload,
+                     self.directory / "aux")
         self._frame = []
         self._frame_start = end
         self._stop = min(end + self._frame_urls, self.bucket_slots)
@@ -371,11 +400,12 @@ class MercatorSieve:
         self._check_open()
         self._write_frame()
         if self.fsync:
-            os.fsync(self._aux_fd)
-            for segment in sorted(self._unsynced):
-                _fsync_path(self._segment_path(segment))
-            if self._store_unsynced and self._known:
-                _fsync_path(self.directory / "store")
+            with full_when_no_room(self.directory):  # a file system may report the lack of room only now
+                os.fsync(self._aux_fd)
+                for segment in sorted(self._unsynced):
+                    _fsync_path(self._segment_path(segment))
+                if self._store_unsynced and self._known:
+                    _fsync_path(self.directory / "store")
         self._unsynced.clear()
         self._store_unsynced = False
         return {"version": 1, "read": list(self.ready_offset), "dequeued": self._dequeued}
@@ -400,7 +430,8 @@ class MercatorSieve:
             return
         if checkpoint:
             self.checkpoint()
-        os.close(self._aux_fd)
+        if self._aux_fd >= 0:
+            os.close(self._aux_fd)
         self._aux_fd = -1
         self._close_reader()
         if self._writer is not None:
@@ -427,11 +458,15 @@ class MercatorSieve:
 
     def _write_state(self, state: dict) -> None:
         tmp = self.directory / "state.json~"
-        with open(tmp, "w") as f:
-            json.dump(state, f)
-            f.flush()
-            if self.fsync:
-                os.fsync(f.fileno())
+        try:
+            with full_when_no_room(tmp), open(tmp, "w") as f:
+                json.dump(state, f)
+                f.flush()
+                if self.fsync:
+                    os.fsync(f.fileno())
+        except BaseException:  # the previous state.json stays
+            tmp.unlink(missing_ok=True)
+            raise
         os.replace(tmp, self.directory / "state.json")
         if self.fsync:
             _fsync_path(self.directory)
@@ -520,17 +555,32 @@ class MercatorSieve:
             self._new_aux(self._aux_consumed + 1)
 
     def _new_aux(self, epoch: int) -> None:
-        tmp = self.directory / "aux~"
-        with open(tmp, "wb") as f:
-            f.write(_AUX.pack(_AUX_MAGIC, epoch))
-        os.replace(tmp, self.directory / "aux")
-        if self._aux_fd >= 0:
-            os.close(self._aux_fd)
-        self._aux_fd = os.open(self.directory / "aux", os.O_WRONLY | os.O_APPEND)
-        self._aux_epoch = epoch
+        """Empty the bucket and start ``aux`` over with ``epoch``.
+
+        The file is emptied in place, not replaced: the old one is consumed (by the store's
+        header, or it is empty), and this way a full disk still has room for the new header,
+        in the blocks just freed. A crash between the two steps leaves an empty file, which
+        opening takes for a consumed one.
+        """
         self._pending = self._frame_start = 0
         self._frame = []
         self._stop = min(self._frame_urls, self.bucket_slots)
+        self._aux_epoch = epoch
+        self._start_aux()
+
+    def _start_aux(self) -> None:
+        """Empty ``aux`` and write its header; if that fails, no descriptor stays open, and the
+        next frame tries again (a frame must never follow a missing header)."""
+        path = self.directory / "aux"
+        if self._aux_fd < 0:
+            self._aux_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.ftruncate(self._aux_fd, 0)
+        try:
+            append_whole(self._aux_fd, _AUX.pack(_AUX_MAGIC, self._aux_epoch), path)
+        except BaseException:
+            os.close(self._aux_fd)
+            self._aux_fd = -1
+            raise
 
     # -- files -----------------------------------------------------------------------------------
 
@@ -715,12 +765,6 @@ def _write_ready_frame(fd: int, offset: int, count: int, parts: list[bytes], tex
         offset += written
         frame = frame[written:]
     return offset
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _frames(f: BinaryIO, fp_bytes: int, limit: int) -> Iterator[tuple[int, bytes, int]]:

@@ -16,6 +16,7 @@ Layout, little-endian::
     u64 n | the hosts, n bytes: per visit state
         q id | I scheduled | I fetched | I on_disk | I items | d host_delay | B flags | H len | scheme+authority
         I len | items, each a LEB128 length then the path+query (a ranked queue prefixes its priority byte)
+        with flag ROBOTS: d robots.txt fetch time (wall clock) | I len | the engine's encoded rules
 
 A visit state's items are, in fetch order, the URL out with a fetcher, the URL waiting for a
 retry, then the queue: after a crash they are all still to be fetched (the engine skips those
@@ -34,11 +35,14 @@ import orjson
 import xxhash
 
 from frontier.visit_state import Phase, PriorityPathQueue, VisitState, varint_at
+from store.errors import full_when_no_room
 
 MAGIC = b"CRAWLCK1"
 _HEAD = struct.Struct("<8sQ")
 _HOST = struct.Struct("<qIIIIdBH")
 _PURGED = 1
+_ROBOTS = 2
+_ROBOTS_HEAD = struct.Struct("<dI")
 
 
 class SnapshotCorrupted(Exception):
@@ -55,6 +59,8 @@ class SavedHost:
     host_delay: float
     purged: bool
     items: list[bytes]  # in fetch order; ranked queues prefix each with its priority byte
+    robots: bytes | None = None  # the engine's robots.txt rules (``Rules.encode``), if fetched
+    robots_fetched: float = 0.0  # when, wall-clock seconds
 
 
 def _varint(n: int) -> bytes:
@@ -81,11 +87,15 @@ def encode_hosts(states: Iterable[VisitState], ranked: bool) -> bytes:
         items = _host_items(vs, ranked)
         blob = b"".join(_varint(len(i)) + i for i in items)
         name = vs.scheme_authority.encode()
-        flags = _PURGED if vs.phase is Phase.PURGED else 0
+        flags = (_PURGED if vs.phase is Phase.PURGED else 0) | (_ROBOTS if vs.robots is not None else 0)
         parts.append(_HOST.pack(vs.id, vs.scheduled, vs.fetched, vs.on_disk, len(items), vs.host_delay, flags, len(name)))
         parts.append(name)
         parts.append(struct.pack("<I", len(blob)))
         parts.append(blob)
+        if vs.robots is not None:
+            rules = vs.robots.encode()
+            parts.append(_ROBOTS_HEAD.pack(vs.robots_fetched, len(rules)))
+            parts.append(rules)
     return b"".join(parts)
 
 
@@ -107,23 +117,37 @@ def decode_hosts(data: bytes) -> Iterator[SavedHost]:
             pos += n
         if len(items) != count:
             raise SnapshotCorrupted(f"host {name}: {len(items)} items, header says {count}")
-        yield SavedHost(id_, name, scheduled, fetched, on_disk, host_delay, bool(flags & _PURGED), items)
+        robots, robots_fetched = None, 0.0
+        if flags & _ROBOTS:
+            robots_fetched, n = _ROBOTS_HEAD.unpack_from(data, pos)
+            pos += _ROBOTS_HEAD.size
+            robots = bytes(view[pos : pos + n])
+            pos += n
+        yield SavedHost(id_, name, scheduled, fetched, on_disk, host_delay, bool(flags & _PURGED), items, robots, robots_fetched)
 
 
 def write(path: Path, meta: dict, index: bytes, hosts: bytes, *, fsync: bool) -> None:
-    """Replace ``path`` atomically with a snapshot (``path~`` is the temporary)."""
+    """Replace ``path`` atomically with a snapshot (``path~`` is the temporary).
+
+    A write that fails (``StoreFull`` for a full disk) deletes the temporary and leaves the
+    previous snapshot in place, whole: it is still the one a restart resumes from.
+    """
     meta_bytes = orjson.dumps(meta)
     body = b"".join(
         (struct.pack("<I", len(meta_bytes)), meta_bytes, struct.pack("<Q", len(index)), index,
          struct.pack("<Q", len(hosts)), hosts)
     )
     tmp = path.with_name(path.name + "~")
-    with open(tmp, "wb") as f:
-        f.write(_HEAD.pack(MAGIC, xxhash.xxh64_intdigest(body)))
-        f.write(body)
-        if fsync:
+    try:
+        with full_when_no_room(tmp), open(tmp, "wb") as f:
+            f.write(_HEAD.pack(MAGIC, xxhash.xxh64_intdigest(body)))
+            f.write(body)
             f.flush()
-            os.fsync(f.fileno())
+            if fsync:
+                os.fsync(f.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
     if fsync:
         fd = os.open(path.parent, os.O_RDONLY)

@@ -8,12 +8,16 @@ resource. The rules follow RFC 3986 §6.2.2 plus what browsers do with sloppy in
   (UTS 46, as browsers); a trailing dot of the host removed; numeric IPv4 forms
   (``0x7f.1``, ``2130706433``) written dotted-decimal and IPv6 literals compressed, inside
   brackets; the default port dropped; an invalid port or an empty host makes the URL invalid;
-* path never empty; dot segments removed (RFC 3986 §5.2.4); ``\\`` in the path read as ``/``;
+* path never empty; dot segments removed (RFC 3986 §5.2.4); ``\\`` before the query read as
+  ``/``, as browsers do in http(s) (WHATWG URL Standard), before a link is joined with its base;
 * percent-encoding normalised in userinfo, path and query: hex digits upper-case, encoded
   unreserved characters decoded, characters not allowed in a URI (space, ``"<>\\^`{|}``,
   controls, non-ASCII as UTF-8) encoded, a stray ``%`` written ``%25``;
 * leading and trailing C0 controls and spaces stripped, TAB/CR/LF removed anywhere, the
-  fragment dropped, an empty query (``?``) dropped; the query is never reordered.
+  fragment dropped, an empty query (``?``) dropped;
+* query parameters sorted by name (``sort_query``, on by default: ``?id=8&cat=x`` and
+  ``?cat=x&id=8`` are one page to nearly every server, and one URL to Scrapy's fingerprint):
+  see :func:`_sort_query`.
 
 :class:`BaseURL` resolves the links of one page. Per PERF-NOTES.md ``urllib.parse.urljoin``
 costs ~25 µs per link, so the base is cut into pieces once and the common forms of
@@ -102,11 +106,32 @@ def _remove_dot_segments(path: str) -> str:
     return "/" + "/".join(out)
 
 
-def _path_query(path: str, query: str | None) -> str:
+def _parameter_name(parameter: str) -> str:
+    return parameter.partition("=")[0]
+
+
+def _sort_query(query: str) -> str:
+    """The query's parameters ordered by name, stably, each one kept byte for byte.
+
+    Names are compared as they stand (still percent-encoded, escapes already normalised), so
+    values are never decoded: an escaped ``&`` (``%26``), ``=``, ``+`` or any escape stays as
+    it was. Parameters of one name keep their relative order (``a=2&a=1`` may be a list).
+    Nothing a server could read is dropped: an empty parameter (``a=1&&b=2``) has the empty
+    name and goes first (``&a=1&b=2``), and a parameter without ``=`` (``flag``) is its own
+    name (``b&a`` gives ``a&b``). Only ``&`` separates parameters (``;`` does not).
+    """
+    return "&".join(sorted(query.split("&"), key=_parameter_name))
+
+
+def _path_query(path: str, query: str | None, sort_query: bool) -> str:
     """Canonical path and query from already-encoded pieces; the path starts with `/`."""
     if "/." in path:
         path = _remove_dot_segments(path)
-    return path + "?" + query if query else path
+    if not query:
+        return path
+    if sort_query and "&" in query:  # one parameter (most queries) has nothing to sort
+        query = _sort_query(query)
+    return path + "?" + query
 
 
 # -- authority -----------------------------------------------------------------------------------
@@ -207,15 +232,25 @@ def _origin(scheme: str, authority: str) -> str | None:
 
 
 def _clean(url: str) -> str:
-    """Strip C0 controls and spaces at both ends, remove TAB/CR/LF, drop the fragment."""
+    """Strip C0 controls and spaces at both ends, remove TAB/CR/LF, drop the fragment, read
+    ``\\`` before the query as ``/``.
+
+    The last is what the WHATWG URL parser does in special schemes (http and https are the
+    only ones kept), and it must happen before a relative reference is joined with its base:
+    ``\\x`` is then root-relative and ``\\\\host/x`` scheme-relative, as in browsers.
+    """
     url = url.strip(_C0_AND_SPACE)
     if "\t" in url or "\n" in url or "\r" in url:
         url = url.replace("\t", "").replace("\n", "").replace("\r", "")
-    return url.partition("#")[0]
+    url = url.partition("#")[0]
+    if "\\" in url:
+        before, mark, query = url.partition("?")
+        url = before.replace("\\", "/") + mark + query
+    return url
 
 
-def _canonical_clean(url: str) -> str | None:
-    """Canonicalize a URL already through :func:`_clean` (no fragment, no TAB/CR/LF)."""
+def _canonical_clean(url: str, sort_query: bool) -> str | None:
+    """Canonicalize a URL already through :func:`_clean` (no fragment, no TAB/CR/LF, no ``\\`` before ``?``)."""
     colon = url.find(":")
     if colon < 0 or _scheme(url[:colon]) is None:
         return None
@@ -224,7 +259,7 @@ def _canonical_clean(url: str) -> str | None:
         return None
     start = colon + 3
     end = len(url)
-    for delimiter in "/?\\":  # browsers end the authority at a backslash too
+    for delimiter in "/?":
         i = url.find(delimiter, start, end)
         if i >= 0:
             end = i
@@ -232,26 +267,27 @@ def _canonical_clean(url: str) -> str | None:
     if origin is None:
         return None
     path, mark, query = url[end:].partition("?")
-    if "\\" in path:
-        path = path.replace("\\", "/")
     if _simple(path) is None or "%" in path:
         path = _quote_path_query(_pct_or_quote, path)
     if _simple(query) is None or "%" in query:
         query = _quote_path_query(_pct_or_quote, query)
-    return origin + _path_query(path or "/", query)
+    return origin + _path_query(path or "/", query, sort_query)
 
 
-def canonicalize(url: str) -> str | None:
-    """The canonical form of an absolute http(s) URL, or None if it is invalid or not http(s)."""
+def canonicalize(url: str, *, sort_query: bool = True) -> str | None:
+    """The canonical form of an absolute http(s) URL, or None if it is invalid or not http(s).
+
+    ``sort_query`` (config ``urls.sort_query``) orders the query's parameters by name.
+    """
     hash_at = url.find("#")
-    return _canonical(url if hash_at < 0 else url[:hash_at], url)
+    return _canonical(url if hash_at < 0 else url[:hash_at], url, sort_query)
 
 
-def _canonical(head: str, url: str) -> str | None:
+def _canonical(head: str, url: str, sort_query: bool) -> str | None:
     """Canonicalize `url`, whose part before any `#` is `head`: a fast path for clean URLs."""
     match = _fast_absolute(head)
     if match is None:
-        return _canonical_clean(_clean(url))
+        return _canonical_clean(_clean(url), sort_query)
     scheme, authority, rest = match.groups()
     origin = _origin(scheme, authority)
     if origin is None:
@@ -259,7 +295,7 @@ def _canonical(head: str, url: str) -> str | None:
     if "%" in rest:
         rest = _fix_pct(rest)
     path, _, query = rest.partition("?")
-    return origin + _path_query(path or "/", query)
+    return origin + _path_query(path or "/", query, sort_query)
 
 
 # -- resolving links -----------------------------------------------------------------------------
@@ -269,13 +305,15 @@ class BaseURL:
     """The base of one page's links, cut into pieces once so that each link is cheap.
 
     Invariant: ``url`` is canonical, ``url == origin + path + ("?" + query if query else "")``
-    and ``directory`` is ``path`` up to and including its last ``/``.
+    and ``directory`` is ``path`` up to and including its last ``/``. ``sort_query`` holds for
+    the base and for every link resolved against it (see :func:`canonicalize`).
     """
 
-    __slots__ = ("url", "scheme", "origin", "path", "query", "directory", "_network_prefix", "_page")
+    __slots__ = ("url", "scheme", "origin", "path", "query", "directory", "sort_query", "_network_prefix", "_page")
 
-    def __init__(self, url: str) -> None:
-        canonical = canonicalize(url)
+    def __init__(self, url: str, *, sort_query: bool = True) -> None:
+        self.sort_query = sort_query
+        canonical = canonicalize(url, sort_query=sort_query)
         if canonical is None:
             raise ValueError(f"not a valid http(s) URL: {url!r}")
         self.url = canonical
@@ -292,8 +330,8 @@ class BaseURL:
     def resolve(self, href: str) -> str | None:
         """The canonical absolute URL of a link, or None (other schemes, invalid URLs).
 
-        Equals ``canonicalize(urllib.parse.urljoin(self.url, href))`` except where urljoin
-        departs from RFC 3986 (and from browsers), on purpose:
+        Equals ``canonicalize(urllib.parse.urljoin(self.url, href), sort_query=self.sort_query)``
+        except where urljoin departs from RFC 3986 (and from browsers), on purpose:
 
         * ``?`` alone (or ``http:?``) gives the page without a query; urljoin keeps the
           base's query (it cannot tell an empty query from none) and reads ``;`` as the page.
@@ -308,24 +346,24 @@ class BaseURL:
           no dot segment; urljoin splits the parameters off and drops an empty one.
         * ``///x`` and ``http:///x`` (empty authority) are invalid (None); urljoin reads
           them as ``/x`` on the base's host.
-        * a ``\\`` in the path separates segments before dot segments are removed, as in
-          browsers: ``a\\b/../c`` is ``a/c``; urljoin pops ``a\\b`` whole and gives ``c``.
-          But a leading ``\\\\host`` is a path, not a network path, as in urljoin
-          (browsers would read ``//host``).
+        * a ``\\`` before the query is a ``/`` before the href is joined, as in browsers
+          (WHATWG, special schemes): ``\\x`` is root-relative, ``\\\\host/x`` is
+          ``//host/x`` (another host), ``a\\b/../c`` is ``a/c``; urljoin keeps ``\\`` as a
+          character of a segment.
         """
         original = href
         hash_at = href.find("#")
         if hash_at >= 0:
             href = href[:hash_at]
         if href[:4] == "http" and href.startswith(("http://", "https://")):
-            return _canonical(href, original)
+            return _canonical(href, original, self.sort_query)
         if _simple(href) is None:
             return self._resolve_general(original)
         first = href[:1]
         if first == "/":
             if href[1:2] == "/":
                 url = self._network_prefix + href
-                return _canonical(url, url)
+                return _canonical(url, url, self.sort_query)
             path_query = href
         elif first == "?":
             if len(href) == 1:
@@ -354,11 +392,12 @@ class BaseURL:
         if "%" in path_query:
             path_query = _fix_pct(path_query)
         path, _, query = path_query.partition("?")
-        return self.origin + _path_query(path, query)
+        return self.origin + _path_query(path, query, self.sort_query)
 
     def _resolve_general(self, href: str) -> str | None:
         """Any href: clean it, join it per RFC 3986 §5.2.2, canonicalize the result."""
         ref = _clean(href)
+        sort_query = self.sort_query
         colon = ref.find(":")
         if colon > 0 and _scheme(ref[:colon]) is not None:
             scheme = ref[:colon].lower()
@@ -366,18 +405,18 @@ class BaseURL:
             if scheme not in DEFAULT_PORTS:
                 return None
             if ref[:2] == "//":
-                return _canonical_clean(scheme + ":" + ref)
+                return _canonical_clean(scheme + ":" + ref, sort_query)
             if scheme != self.scheme:  # `https:x` on an http page: no authority
                 return None
         if ref[:2] == "//":
-            return _canonical_clean(self._network_prefix + ref)
+            return _canonical_clean(self._network_prefix + ref, sort_query)
         if ref[:1] == "/":
-            return _canonical_clean(self.origin + ref)
+            return _canonical_clean(self.origin + ref, sort_query)
         if not ref:
             return self.url
         if ref[:1] == "?":
-            return _canonical_clean(self._page + ref)
-        return _canonical_clean(self.origin + self.directory + ref)
+            return _canonical_clean(self._page + ref, sort_query)
+        return _canonical_clean(self.origin + self.directory + ref, sort_query)
 
 
 # -- pieces of canonical URLs --------------------------------------------------------------------

@@ -44,6 +44,10 @@ compaction never has to find a predecessor. Amortised, compaction copies at most
 bytes per byte consumed; it runs inside the ``dequeue`` or ``remove`` call that crosses the
 threshold, and one pass copies at most the live bytes of the segments it replaces.
 
+A full disk: a write that finds no room raises ``store.errors.StoreFull``; the object then
+refuses every call but ``close`` (its lists may point at blocks that never reached the disk),
+and the last checkpoint stays intact, to be reopened once there is room again.
+
 Crash semantics: ``checkpoint()`` flushes, fsyncs the segments it wrote, and atomically
 replaces ``index`` with every key's (head, skip, tail, count) and the segment list.
 ``close()`` checkpoints. Opening a directory restores the state **as of the last
@@ -60,14 +64,18 @@ never returned as data.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import sys
 import zlib
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
+
+from store.errors import StoreFull, full_when_no_room
 
 _BLOCK = struct.Struct("<IIqqII")  # magic, crc, key, next, n, body_len
 _CRC_FIELDS = struct.Struct("<qII")  # key, n, body_len: the header fields the CRC covers
@@ -218,6 +226,7 @@ class WorkbenchVirtualizer:
         self._buffer_bytes = buffer_bytes
         self._fsync = fsync
         self._closed = False
+        self._failed: StoreFull | None = None  # a write found no room: refuse everything but close
         # Per key: a slot in four parallel arrays (and the key itself, for checkpoints).
         self._slot_of: dict[int, int] = {}
         self._keys = array("q")
@@ -266,8 +275,8 @@ class WorkbenchVirtualizer:
 
     def _staging(self, key: int) -> list[bytes]:
         """The write-buffer list of ``key`` (created, with its slot, on first use)."""
-        if self._closed:
-            raise ValueError("the virtualizer is closed")
+        if self._closed or self._failed is not None:
+            self._refuse()
         staged = self._staged.get(key)
         if staged is None:
             if key not in self._slot_of:
@@ -289,8 +298,8 @@ class WorkbenchVirtualizer:
         Stops before an item that would take the total past ``max_bytes``, but always
         returns at least one item if ``key`` has any (and ``max_items`` ≥ 1).
         """
-        if self._closed:
-            raise ValueError("the virtualizer is closed")
+        if self._closed or self._failed is not None:
+            self._refuse()
         slot = self._slot_of.get(key)
         if slot is None or max_items <= 0:
             return []
@@ -333,8 +342,8 @@ class WorkbenchVirtualizer:
 
     def remove(self, key: int) -> int:
         """Drop every item of ``key`` (a purged host); return how many were dropped."""
-        if self._closed:
-            raise ValueError("the virtualizer is closed")
+        if self._closed or self._failed is not None:
+            self._refuse()
         slot = self._slot_of.get(key)
         if slot is None:
             return 0
@@ -361,8 +370,12 @@ class WorkbenchVirtualizer:
 
     def flush(self) -> None:
         """Write the write buffer to the segment files (the OS's cache, not yet durable)."""
-        if self._closed:
-            raise ValueError("the virtualizer is closed")
+        if self._closed or self._failed is not None:
+            self._refuse()
+        with self._writing():
+            self._write_staged()
+
+    def _write_staged(self) -> None:
         writer = self._writer
         for key, items in self._staged.items():
             slot = self._slot_of[key]
@@ -394,12 +407,13 @@ class WorkbenchVirtualizer:
         reopening with ``resume_from=`` the returned index restores this instant and reopening
         without it restores the previous checkpoint.
         """
-        if self._closed:
-            raise ValueError("the virtualizer is closed")
+        if self._closed or self._failed is not None:
+            self._refuse()
         self.flush()
         if self._fsync:
-            for segment in self._dirty:
-                os.fsync(self._fds[segment])
+            with self._writing():  # a file system may report the lack of room only now
+                for segment in self._dirty:
+                    os.fsync(self._fds[segment])
         self._dirty.clear()
         return self._index_bytes()
 
@@ -407,11 +421,15 @@ class WorkbenchVirtualizer:
         """Second half: the caller has persisted ``index_bytes``; make it the directory's own
         index and delete the segments only earlier checkpoints needed."""
         index, temporary = self.directory / "index", self.directory / "index.tmp"
-        with open(temporary, "wb") as f:
-            f.write(index_bytes)
-            if self._fsync:
-                f.flush()
-                os.fsync(f.fileno())
+        try:
+            with full_when_no_room(temporary), open(temporary, "wb") as f:
+                f.write(index_bytes)
+                if self._fsync:
+                    f.flush()
+                    os.fsync(f.fileno())
+        except BaseException:  # the previous index stays; the caller's copy of this one is what counts
+            temporary.unlink(missing_ok=True)
+            raise
         os.replace(temporary, index)
         if self._fsync:
             directory = os.open(self.directory, os.O_RDONLY)
@@ -450,11 +468,18 @@ class WorkbenchVirtualizer:
         ``compact(1.0)`` rewrites everything. Returns whether any segment was replaced.
         Runs by itself when live bytes fall below half the disk bytes.
         """
-        if self._closed:
-            raise ValueError("the virtualizer is closed")
+        if self._closed or self._failed is not None:
+            self._refuse()
         victims = self._choose_victims(target_ratio)
         if not victims:
             return False
+        with self._writing():
+            self._replace(victims)
+        self._compactions += 1
+        return True
+
+    def _replace(self, victims: list[int]) -> None:
+        """Copy the live blocks of ``victims`` into new segments, then drop them."""
         chosen = set(victims)
         if self._writer.segment in chosen:
             self._writer.seal()
@@ -475,8 +500,24 @@ class WorkbenchVirtualizer:
         for segment in victims:
             self._live_total -= self._live[segment]
             self._drop(segment)
-        self._compactions += 1
-        return True
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Writes that find no room raise ``StoreFull``, and from then on every call but ``close``
+        does too: the lists in memory may point at blocks that never reached the disk. The last
+        checkpoint on disk is intact (reopening truncates and deletes what came after it)."""
+        try:
+            with full_when_no_room(self.directory):
+                yield
+        except StoreFull as e:
+            self._failed = e
+            raise
+
+    def _refuse(self) -> NoReturn:
+        if self._closed:
+            raise ValueError("the virtualizer is closed")
+        assert self._failed is not None
+        raise self._failed
 
     def statistics(self) -> VirtualizerStatistics:
         return VirtualizerStatistics(

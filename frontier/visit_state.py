@@ -8,19 +8,26 @@ monotonic instant a fetch of this host may start (host politeness).
 Lifecycle (``Phase``; illegal transitions raise, see ``TRANSITIONS``)::
 
     NEW ──resolve──▶ RESOLVING ──resolved──▶ READY ◀──release── ACQUIRED
-                         │                     │ ──acquire──▶ ACQUIRED
-                         └──failed──▶ BROKEN ◀─┘ (robots unreachable, address refused)
+                      ▲  │                     │ ──acquire──▶ ACQUIRED
+                      │  └──failed──▶ BROKEN ◀─┘ (robots unreachable, address refused)
+                      └──resolve── READY (its address expired: ``Workbench.readdress``)
     any ──purge──▶ PURGED
 
 READY visit states are owned by their :class:`~frontier.workbench.WorkbenchEntry`;
-an ACQUIRED one is a token held by exactly one fetcher until it is released.
+an ACQUIRED one is a token held by exactly one fetcher until it is released. A host being
+re-resolved stays attached to the entry of its old IP, off its heap, until ``Workbench.move``.
+
+Clocks: ``next_fetch`` and ``ip_expires`` are monotonic instants, like every politeness time;
+``robots_fetched`` is wall-clock seconds, because robots.txt rules outlive the process (they
+are checkpointed, and a monotonic instant means nothing after a reboot).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 
 class Phase(Enum):
@@ -42,6 +49,12 @@ TRANSITIONS: dict[tuple[Phase, str], Phase] = {
     (Phase.READY, "resolve"): Phase.RESOLVING,
     **{(phase, "purge"): Phase.PURGED for phase in Phase},
 }
+
+
+class Rules(Protocol):
+    """What the frontier needs of the engine's robots.txt rules: bytes to checkpoint them."""
+
+    def encode(self) -> bytes: ...
 
 
 class IllegalTransition(RuntimeError):
@@ -178,7 +191,9 @@ class VisitState:
         "entry",
         "ip",
         "robots",
-        "robots_expires",
+        "robots_fetched",
+        "ip_expires",
+        "ip_used",
         "scheduled",
         "fetched",
         "retries",
@@ -201,8 +216,10 @@ class VisitState:
         self.phase = Phase.NEW
         self.entry: Any = None
         self.ip: str | None = None
-        self.robots: Any = None  # engine-owned rules object; None means robots.txt not fetched yet
-        self.robots_expires = 0.0
+        self.ip_expires = math.inf  # when the DNS answer behind ``ip`` expires
+        self.ip_used = False  # that answer has been handed to a fetcher (see address_due)
+        self.robots: Rules | None = None  # the engine's rules; None means robots.txt not fetched yet
+        self.robots_fetched = 0.0  # wall-clock seconds when those rules were fetched
         self.scheduled = 0  # URLs that left the sieve for this host (max_urls_per_host counts these)
         self.fetched = 0
         self.retries = 0
@@ -220,9 +237,17 @@ class VisitState:
         except KeyError:
             raise IllegalTransition(f"{self.scheme_authority}: {event!r} in phase {self.phase.value}") from None
 
-    def robots_due(self, now: float) -> bool:
-        """True when robots.txt must be (re)fetched before the next page."""
-        return self.robots is None or now >= self.robots_expires
+    def robots_due(self, now: float, expiry: float) -> bool:
+        """True when robots.txt must be (re)fetched before the next page; ``now`` is wall-clock seconds."""
+        return self.robots is None or now >= self.robots_fetched + expiry
+
+    def address_due(self, now: float) -> bool:
+        """True when the host must be resolved again before its next fetch (``now`` is monotonic).
+
+        An answer serves at least one fetch, even one that expired before the IP's turn came
+        (a slow resolver, a crowded IP): otherwise such a host would be re-resolved forever.
+        """
+        return self.ip_used and now >= self.ip_expires
 
     @property
     def has_work(self) -> bool:

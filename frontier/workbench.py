@@ -11,6 +11,12 @@ the (visit state, entry) pair is a token held by one fetcher, so while one host 
 being fetched the whole IP is off the workbench (one fetch in flight per IP). Releasing puts
 both back with next-fetch times counted from the end of the fetch.
 
+A host's address can change (its DNS answer expired): ``readdress`` gives back a token
+without a fetch, charging neither the host nor the IP, and holds the host off its entry's
+heap while it is resolved again; ``move`` then puts it on the entry of its (maybe new) IP.
+Politeness survives the move: the host keeps its ``next_fetch``, the old IP's entry keeps its
+own, and the new IP's entry, if it exists, keeps its own too.
+
 Time is an argument everywhere (``now``, ``end``); nothing here reads a clock. Every
 operation is O(log n) in entries or visit states of one entry. The heaps use lazy deletion:
 an entry's heap item is valid only while its ``version`` matches.
@@ -79,7 +85,7 @@ class Workbench:
     # -- attaching hosts ---------------------------------------------------------------
 
     def attach(self, vs: VisitState, ip: str) -> None:
-        """Join a freshly resolved visit state to the entry of its IP (creating it)."""
+        """Join a freshly resolved visit state, attached to no entry, to the entry of its IP (creating it)."""
         entry = self.address_to_entry.get(ip)
         if entry is None:
             entry = self.address_to_entry[ip] = WorkbenchEntry(ip)
@@ -92,8 +98,28 @@ class Workbench:
         if vs.has_work:
             self._enter(vs)
 
+    def readdress(self, vs: VisitState) -> None:
+        """Hand back an acquired token unfetched because the host's address must be resolved again.
+
+        Neither the host nor the IP is charged (nothing was fetched); the host stays attached
+        to its entry, off its heap, RESOLVING until :meth:`move`.
+        """
+        vs.transition("release")
+        vs.transition("resolve")
+        self._give_back(vs.entry)
+
+    def move(self, vs: VisitState, ip: str) -> None:
+        """A re-resolved visit state is READY again on the entry of ``ip`` (its old one or another)."""
+        if vs.entry.ip != ip:
+            self.detach(vs)
+            self.attach(vs, ip)
+            return
+        vs.transition("resolved")
+        if vs.has_work:
+            self._enter(vs)
+
     def detach(self, vs: VisitState) -> None:
-        """Take a non-acquired visit state off its entry (before re-resolution or purge)."""
+        """Take a non-acquired visit state off its entry (a purge, or a move to another IP)."""
         entry: WorkbenchEntry | None = vs.entry
         if entry is None:
             return
@@ -168,8 +194,6 @@ class Workbench:
         entry: WorkbenchEntry = vs.entry
         vs.next_fetch = end + vs.host_delay if host_next is None else host_next
         entry.next_fetch = max(entry.next_fetch, end + self.ip_delay if ip_next is None else ip_next)
-        entry.acquired = False
-        self._acquired -= 1
         if vs.phase is Phase.PURGED:  # purged while out with a fetcher: the IP comes back, the host does not
             entry.hosts -= 1
             self._visit_states -= 1
@@ -178,12 +202,18 @@ class Workbench:
             vs.transition("release")
             if vs.has_work:
                 self._push_vs(entry, vs)
+        self._give_back(entry)
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _give_back(self, entry: WorkbenchEntry) -> None:
+        """An entry's token is back: the entry returns to the workbench if it has work."""
+        entry.acquired = False
+        self._acquired -= 1
         if entry.heap:
             self._push_entry(entry)
         else:
             self._with_work -= 1
-
-    # -- internals ---------------------------------------------------------------------
 
     def _enter(self, vs: VisitState) -> None:
         entry: WorkbenchEntry = vs.entry

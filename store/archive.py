@@ -2,22 +2,26 @@
 
 The engine holds one :class:`Archive` per process and calls it for every fetch:
 
-1. ``examine(...)`` computes the content signature of a page and asks the
-   :class:`~store.dedup.SignatureIndex` whether the content was stored before; the answer
-   (:class:`Check`) lets the engine skip the links of a duplicate.
+1. ``examine(...)`` computes the payload digest of a page (and, with ``store.dedup = "near"``,
+   its near-duplicate signature) and asks the :class:`~store.dedup.SignatureIndex` whether
+   the archive holds the same payload, or a near-duplicate of it; the answer (:class:`Check`)
+   lets the engine skip the links of a duplicate (``store.follow_duplicates``).
 2. ``store(...)`` writes the fetch with one write (``store.warc``): request, then response —
-   or ``revisit`` if the content was seen — then, for pages, a metadata record (outlinks,
+   or ``revisit`` if the same payload is stored — then, for pages, a metadata record (outlinks,
    fetch time, IP, redirect target); then the record's CDXJ line (``store.cdxj``) and the
-   page's links (``store.linkgraph``), and remembers the signature of new content.
+   page's links (``store.linkgraph``), and remembers the keys of what it stored in full.
 
-Revisit profiles: ``http://netpreserve.org/warc/1.1/revisit/identical-payload-digest`` when
-the payload digest equals the original's (the same bytes were transferred), else
-:data:`PROFILE_NEAR`: the content matched the original's signature (``store.signature``: the
-same page up to HTML attributes, digits, case and whitespace, or the same bytes under another
-content-coding) but its payload differs. Either way the block holds the HTTP response head,
-the payload is not stored again, and replay shows the original. Only complete ``200``
-responses with a payload take part: a truncated page is never an original, and an error page
-is never a duplicate.
+A revisit record promises that its payload is the one of the record it refers to, and replay
+tools serve that record's payload in its place; so revisits are written for **identical
+payloads only** (the payload digest, of the body as transferred, equals the original's), with
+Heritrix's profile ``http://netpreserve.org/warc/1.1/revisit/identical-payload-digest``. A
+**near-duplicate** (the same page up to HTML attributes, digits, case and whitespace, or the
+same content under another content-coding: ``store.signature``) has other bytes, so it is kept
+as a full response, and its metadata record names the capture it nearly repeats
+(``nearDuplicateOf: URI DATE RECORD-ID``); with ``store.near_duplicates = "skip"`` it is not
+written at all, as BUbiNG does (``store`` then returns ``None``). A near-duplicate stored in
+full is the original of its own payload. Only complete ``200`` responses with a payload take
+part: a truncated page is never an original, and an error page is never a duplicate.
 
 Files, per store instance (``prefix``) in ``directory``, so that agents never share one:
 ``P-…-NNNNN.warc.gz`` and, beside each, ``.cdxj`` and ``.graph`` (``.open`` while written);
@@ -45,14 +49,15 @@ from typing import Protocol
 import orjson
 
 from store import cdxj, linkgraph, recovery
-from store.dedup import DedupStatistics, Original, SignatureIndex
+from store.dedup import DedupStatistics, Original, SignatureIndex, payload_key
 from store.errors import StoreError
 from store.signature import exact_signature, html_signature
 from store.warc import OPEN_SUFFIX, PROFILE_IDENTICAL, Capture, Exchange, Revisit, WarcStore, payload_digest
 
-PROFILE_NEAR = "urn:x-crawl:revisit:near-duplicate-signature"
-"""Revisits whose content matched the original's signature although their payload differs."""
 DEDUP_MODES = ("near", "exact", "off")
+NEAR_DUPLICATE_MODES = ("store", "skip")
+NEAR_DUPLICATE_FIELD = "nearDuplicateOf"
+"""The metadata field of a near-duplicate stored in full: ``URI DATE RECORD-ID`` of the capture it nearly repeats."""
 
 
 class ArchiveSettings(Protocol):
@@ -61,6 +66,7 @@ class ArchiveSettings(Protocol):
     warc_max_bytes: int
     gzip_level: int
     dedup: str
+    near_duplicates: str
     dedup_capacity: int
     dedup_error_rate: float
     link_graph: bool
@@ -68,15 +74,17 @@ class ArchiveSettings(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """What ``examine`` found: the payload digest, the signature (if the content takes part) and its original."""
+    """What ``examine`` found about a fetch's content."""
 
-    digest: str
-    signature: bytes | None
-    original: Original | None
+    digest: str  # the payload digest
+    original: Original | None  # a capture of the same payload: the fetch is a revisit of it
+    near: Original | None  # a capture of a near-duplicate (other bytes): the fetch nearly repeats it
+    new_keys: tuple[bytes, ...] = ()  # keys the index lacks, to remember if the fetch is stored in full
 
     @property
     def duplicate(self) -> bool:
-        return self.original is not None
+        """The content is in the archive already, byte for byte or nearly."""
+        return self.original is not None or self.near is not None
 
 
 @dataclass(frozen=True)
@@ -86,8 +94,9 @@ class ArchiveStatistics:
     bytes_written: int  # compressed WARC bytes
     uncompressed_bytes: int
     responses: int  # response records of fetches (robots.txt included)
-    revisits_identical: int  # revisit records with the identical-payload-digest profile
-    revisits_near: int  # revisit records with the near-duplicate profile
+    revisits_identical: int  # revisit records (identical payloads: the only revisits written)
+    near_duplicates_stored: int  # of the responses, near-duplicates stored in full (store.near_duplicates = "store")
+    near_duplicates_skipped: int  # near-duplicates not written at all (store.near_duplicates = "skip")
     metadata_records: int
     dns_records: int
     index_lines: int
@@ -113,6 +122,10 @@ class Archive:
     def __init__(self, directory: Path, prefix: str, settings: ArchiveSettings, info: Mapping[str, str]) -> None:
         if settings.dedup not in DEDUP_MODES:
             raise ValueError(f"dedup must be one of {', '.join(DEDUP_MODES)}, not {settings.dedup!r}")
+        if settings.near_duplicates not in NEAR_DUPLICATE_MODES:
+            raise ValueError(
+                f"near_duplicates must be one of {', '.join(NEAR_DUPLICATE_MODES)}, not {settings.near_duplicates!r}"
+            )
         self.directory = Path(directory)
         self.settings = settings
         self.warc = WarcStore(
@@ -125,7 +138,9 @@ class Archive:
         )
         self._index: cdxj.IndexWriter | None = None
         self._graph: linkgraph.GraphWriter | None = None
-        self._counts = dict.fromkeys(("responses", "identical", "near", "metadata", "dns", "lines", "pages", "edges"), 0)
+        self._counts = dict.fromkeys(
+            ("responses", "identical", "near_stored", "near_skipped", "metadata", "dns", "lines", "pages", "edges"), 0
+        )
         self._rebuilt = recovery.Rebuilt(0, 0, 0)
         self._unfinished = 0
         self._cpu = 0.0
@@ -162,22 +177,31 @@ class Archive:
 
     def examine(self, *, status: int, body: bytes, payload: bytes | None, html: bool, complete: bool) -> Check:
         """The payload digest of ``body`` (as transferred) and, for complete 200 responses, whether
-        the archive holds the content already. ``payload`` is the body with content-coding
-        removed (``None`` if it could not be decoded); ``html`` says to use the near-duplicate
-        signature; ``complete`` is false if the body or its decoding was cut."""
+        the archive holds the same payload or (``near`` mode) a near-duplicate. ``payload`` is
+        the body with content-coding removed (``None`` if it could not be decoded); ``html`` says
+        to use the HTML near-duplicate signature; ``complete`` is false if the body or its
+        decoding was cut."""
         started = time.process_time()
         digest = payload_digest(body)
-        signature = original = None
-        mode = self.settings.dedup
-        if self.signatures is not None and status == 200 and complete and body:
-            if mode == "exact":
-                signature = digest.encode()[5:21]
-            elif payload:
-                signature = html_signature(payload) if html else exact_signature(payload)
-            if signature is not None:
-                original = self.signatures.original(signature)
+        index = self.signatures
+        if index is None or status != 200 or not complete or not body:
+            self._cpu += time.process_time() - started
+            return Check(digest, None, None)
+        key = payload_key(digest)
+        original = index.original(key)
+        new_keys = () if original is not None else (key,)
+        if original is not None and original.payload_digest != digest:
+            original = None  # two digests under one key: never a revisit without the same payload
+        near = None
+        if original is None and self.settings.dedup == "near" and payload:
+            signature = html_signature(payload) if html else exact_signature(payload)
+            near = index.original(signature)
+            if near is None:
+                new_keys += (signature,)
+            elif near.payload_digest == digest:  # a table written before payload keys existed
+                original, near = near, None
         self._cpu += time.process_time() - started
-        return Check(digest, signature, original)
+        return Check(digest, original, near, new_keys)
 
     def store(
         self,
@@ -191,20 +215,28 @@ class Archive:
         redirect: str | None = None,
         fetch_seconds: float | None = None,
         payload_truncated: bool = False,
-    ) -> Capture:
+    ) -> Capture | None:
         """Write one fetch (see the module docstring); ``page`` adds its metadata record and graph record.
 
         ``links`` are the page's outlinks (none for a duplicate whose links were not
         followed), ``redirect`` its redirect target, ``payload_truncated`` says its decoding was
-        cut at the body limit (a decompression bomb).
+        cut at the body limit (a decompression bomb). Returns ``None``, having written nothing,
+        for a near-duplicate when ``store.near_duplicates`` is ``"skip"``.
         """
         started = time.process_time()
-        revisit = None
-        if check is not None and check.original is not None:
-            o = check.original
-            profile = PROFILE_IDENTICAL if o.payload_digest == check.digest else PROFILE_NEAR
-            revisit = Revisit(o.uri, o.date, o.record_id, profile)
+        revisit = near = None
+        if check is not None:
+            if check.original is not None:
+                o = check.original
+                revisit = Revisit(o.uri, o.date, o.record_id, PROFILE_IDENTICAL)
+            near = check.near
+        if near is not None and self.settings.near_duplicates == "skip":
+            self._counts["near_skipped"] += 1
+            self._cpu += time.process_time() - started
+            return None
         metadata: list[tuple[str, str]] = []
+        if near is not None:
+            metadata.append((NEAR_DUPLICATE_FIELD, f"{near.uri} {near.date} {near.record_id}"))
         if page:
             if fetch_seconds is not None:
                 metadata.append(("fetchTimeMs", str(round(fetch_seconds * 1000))))
@@ -216,11 +248,13 @@ class Archive:
                 metadata.append(("payloadTruncated", "length"))
             metadata += [("outlink", link) for link in dict.fromkeys(links)]
         capture = self.warc.store_exchange(exchange, digest=check.digest if check else None, revisit=revisit, metadata=metadata)
-        self._count(capture, revisit, bool(metadata))
+        self._count(revisit, near is not None, bool(metadata))
         graph_links = ([redirect] if redirect else list(links)) if page else None
         self._derive(capture, exchange.url, status, mime, graph_links)
-        if check is not None and check.signature is not None and revisit is None and self.signatures is not None:
-            self.signatures.remember(check.signature, Original(exchange.url, capture.date, capture.record_id, capture.payload_digest))
+        if check is not None and revisit is None and self.signatures is not None:
+            stored = Original(exchange.url, capture.date, capture.record_id, capture.payload_digest)
+            for key in check.new_keys:
+                self.signatures.remember(key, stored)
         self._rotate_if_full()
         self._cpu += time.process_time() - started
         return capture
@@ -233,12 +267,10 @@ class Archive:
         self._rotate_if_full()
         return capture
 
-    def _count(self, capture: Capture, revisit: Revisit | None, metadata: bool) -> None:
+    def _count(self, revisit: Revisit | None, near: bool, metadata: bool) -> None:
         c = self._counts
-        if revisit is None:
-            c["responses"] += 1
-        else:
-            c["identical" if revisit.profile == PROFILE_IDENTICAL else "near"] += 1
+        c["identical" if revisit is not None else "responses"] += 1
+        c["near_stored"] += near
         c["metadata"] += metadata
 
     def _derive(self, capture: Capture, url: str, status: int | None, mime: str, links: Sequence[str] | None) -> None:
@@ -308,7 +340,8 @@ class Archive:
         w, c, r = self.warc.statistics(), self._counts, self._rebuilt
         return ArchiveStatistics(
             records=w.records, files=w.files, bytes_written=w.bytes_written, uncompressed_bytes=w.uncompressed_bytes,
-            responses=c["responses"], revisits_identical=c["identical"], revisits_near=c["near"],
+            responses=c["responses"], revisits_identical=c["identical"], near_duplicates_stored=c["near_stored"],
+            near_duplicates_skipped=c["near_skipped"],
             metadata_records=c["metadata"], dns_records=c["dns"], index_lines=c["lines"],
             graph_pages=c["pages"], graph_edges=c["edges"], repaired_files=w.repaired_files,
             torn_bytes_dropped=w.torn_bytes_dropped + r.torn_bytes, index_lines_rebuilt=r.index_lines,
@@ -320,5 +353,6 @@ class Archive:
         s = self.statistics()
         return (
             f"<Archive {self.directory} {self.warc.open_name or '-'}: {s.responses} responses, "
-            f"{s.revisits_identical}+{s.revisits_near} revisits, {s.files} files, {s.bytes_written} bytes>"
+            f"{s.revisits_identical} revisits, {s.near_duplicates_stored}+{s.near_duplicates_skipped} near-duplicates "
+            f"stored+skipped, {s.files} files, {s.bytes_written} bytes>"
         )

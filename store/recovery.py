@@ -62,16 +62,23 @@ def warc_records(path: Path, start: int = 0) -> Iterator[RecordInfo]:
             if record.rec_headers.get_header("WARC-Target-URI", "").startswith("dns:"):
                 mime = "text/dns"
             if kind == "metadata":
-                for line in record.content_stream().read().decode("utf-8", "replace").split("\r\n"):
-                    name, sep, value = line.partition(": ")
-                    if sep:
-                        fields.append((name, value))
+                fields = metadata_fields(record.content_stream().read())
             offset = iterator.get_record_offset()  # reads the rest of the record: after its content
             if previous is not None:
                 yield RecordInfo(previous[0], previous[1], offset - previous[1], *previous[2:])
             previous = (kind, offset, record.rec_headers, status, mime or "unk", fields)
         if previous is not None:
             yield RecordInfo(previous[0], previous[1], size - previous[1], *previous[2:])
+
+
+def metadata_fields(block: bytes) -> list[tuple[str, str]]:
+    """The ``name: value`` fields of an ``application/warc-fields`` block, in order."""
+    fields = []
+    for line in block.decode("utf-8", "replace").split("\r\n"):
+        name, sep, value = line.partition(": ")
+        if sep:
+            fields.append((name, value))
+    return fields
 
 
 def links_of(fields: list[tuple[str, str]]) -> list[str]:

@@ -54,7 +54,7 @@ from typing import cast
 
 from isal import isal_zlib
 
-from store.errors import StoreFull, is_no_room
+from store.errors import StoreFull, full_when_no_room, is_no_room
 
 OPEN_SUFFIX = ".open"
 WARC_SUFFIX = ".warc.gz"
@@ -408,7 +408,8 @@ class WarcStore:
             return None
         self._out = None
         try:
-            os.fsync(out.fileno())
+            with full_when_no_room(self.directory / (self._name + OPEN_SUFFIX)):  # some file systems say so only now
+                os.fsync(out.fileno())
         finally:
             out.close()
         os.replace(self.directory / (self._name + OPEN_SUFFIX), self.directory / self._name)

@@ -12,16 +12,20 @@ import subprocess
 import sys
 import threading
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 from protego import Protego
 
-from bench.invitro import InVitro, LogRecord, WebModel, WebParams, read_log, start_invitro
+from bench.invitro import InVitro, LogRecord, Response, WebModel, WebParams, read_log, start_invitro
+from bench.invitro.page import STYLESHEET
 from frontier.urls import canonicalize, split
 
 USER_AGENT = "crawl-test/1.0"
+T = TypeVar("T")
 
 
 class WebThread:
@@ -56,6 +60,14 @@ class WebThread:
     def model(self) -> WebModel:
         return self.web.model
 
+    def call(self, fn: Callable[..., T], *args: object) -> T:
+        """``fn(*args)`` run on the web's loop (e.g. ``web.web.dns.move``); its result, or its exception."""
+
+        async def run() -> T:
+            return fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(30)
+
     def stop(self) -> list[LogRecord]:
         """Stop serving (once) and return the request log."""
         if self._thread.is_alive():
@@ -72,9 +84,10 @@ class CrawlResult:
     out: Path
 
 
-def run_crawl(
-    out: Path, seeds: list[str], *, dns: str | None, settings: list[str] = (), args: list[str] = (), timeout: float = 240
-) -> CrawlResult:  # type: ignore[assignment]
+def crawl_command(
+    out: Path, seeds: list[str], *, dns: str | None, settings: list[str] = (), args: list[str] = ()
+) -> list[str]:  # type: ignore[assignment]
+    """The ``crawl run`` command line of a test crawl (the seeds go to a file beside ``out``)."""
     seeds_file = out.parent / f"{out.name}-seeds.txt"
     seeds_file.write_text("\n".join(seeds) + "\n")
     cmd = [sys.executable, "-m", "engine.cli", "run", "--seeds", str(seeds_file), "--out", str(out),
@@ -84,7 +97,13 @@ def run_crawl(
         cmd += ["--dns", dns]
     for s in settings:
         cmd += ["--set", s]
-    cmd += list(args)
+    return cmd + list(args)
+
+
+def run_crawl(
+    out: Path, seeds: list[str], *, dns: str | None, settings: list[str] = (), args: list[str] = (), timeout: float = 240
+) -> CrawlResult:  # type: ignore[assignment]
+    cmd = crawl_command(out, seeds, dns=dns, settings=settings, args=args)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr
     return CrawlResult(proc, orjson.loads((out / "stats.json").read_bytes()), out)
@@ -104,6 +123,18 @@ def allowed(rules: Protego | bool, url: str) -> bool:
     if isinstance(rules, bool):
         return rules
     return rules.can_fetch(url, USER_AGENT)
+
+
+def page_links(response: Response) -> list[tuple[str, bool]]:
+    """(link, nofollow) of a response in document order, as the crawler reads them.
+
+    A ``<link>`` counts only if it names a page (``scope.link_rels``): the model's stylesheet does not.
+    """
+    return [
+        (link, nofollow)
+        for link, nofollow, tag in zip(response.links, response.nofollow, response.tags)
+        if not (tag == "link" and split(link)[1] == STYLESHEET)
+    ]
 
 
 def reachable(model: WebModel, seeds: list[str], follow_nofollow: bool = False) -> set[str]:
@@ -126,7 +157,7 @@ def reachable(model: WebModel, seeds: list[str], follow_nofollow: bool = False) 
         seen.add(url)
         response = model.respond(host, target)
         follow: dict[str, bool] = {}
-        for link, nofollow in zip(response.links, response.nofollow):
+        for link, nofollow in page_links(response):
             follow[link] = follow.get(link, False) or follow_nofollow or not nofollow
         for link, ok in follow.items():
             c = canonicalize(link)
@@ -155,16 +186,23 @@ def gaps(records: list[LogRecord]) -> list[float]:
     return [b.start - a.end for a, b in zip(records, records[1:])]
 
 
-def when_requests(web: WebThread, n: int) -> threading.Event:
-    """An event set (from the server's thread) once the web has answered ``n`` requests."""
+def when_logged(web: WebThread, done: Callable[[dict[str, object]], bool]) -> threading.Event:
+    """An event set (from the server's thread) once ``done`` is true of a request just logged
+    (``done`` sees each record, a dict of :class:`LogRecord`'s fields, in the order served)."""
     event = threading.Event()
     log = web.web.service.log
     original = log.record
 
     def record(entry: dict[str, object]) -> None:
         original(entry)
-        if log.records >= n:
+        if done(entry):
             event.set()
 
     log.record = record  # type: ignore[method-assign]
     return event
+
+
+def when_requests(web: WebThread, n: int) -> threading.Event:
+    """An event set (from the server's thread) once the web has answered ``n`` requests."""
+    log = web.web.service.log
+    return when_logged(web, lambda _: log.records >= n)

@@ -23,6 +23,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from bench.invitro import WebParams
 from engine.ownership import HashRing
+from tests.invitro_harness import crawl_command as harness_command
 from tests.invitro_harness import (
     WebThread,
     by_key,
@@ -43,14 +44,7 @@ SETTINGS = [f"politeness.host_delay={HOST_DELAY}", f"politeness.ip_delay={IP_DEL
 
 
 def crawl_command(out: Path, seeds: list[str], dns: str, *extra: str) -> list[str]:
-    seeds_file = out.parent / f"{out.name}-seeds.txt"
-    seeds_file.write_text("\n".join(seeds) + "\n")
-    cmd = [sys.executable, "-m", "engine.cli", "run", "--seeds", str(seeds_file), "--out", str(out), "--dns", dns,
-           "--set", 'network.allow_networks=["127.0.0.0/8"]', "--set", 'engine.user_agent="crawl-test/1.0"',
-           "--set", 'engine.progress="off"', "--set", "frontier.sieve_flush_interval=0.0"]
-    for s in SETTINGS:
-        cmd += ["--set", s]
-    return cmd + list(extra)
+    return harness_command(out, seeds, dns=dns, settings=SETTINGS, args=list(extra))
 
 
 def agent_pids(parent: int) -> list[int]:
@@ -118,6 +112,8 @@ def test_hosts_sharing_an_ip_are_spread_over_both_agents(two_agents) -> None:  #
     pages = [agent["pages"] for agent in result.stats["agents"]]
     assert len(pages) == 2 and all(pages) and sum(pages) == result.stats["pages"]
     assert sum(agent["links_sent"] for agent in result.stats["agents"]) > 0, "no link crossed between agents"
+    # an IP whose hosts belong to both agents is one IP of the crawl, not one per agent
+    assert result.stats["ips"] == len(by_key(log, "ip")) < sum(agent["ips"] for agent in result.stats["agents"])
 
 
 def test_two_agents_fetch_every_page_exactly_once_and_stop_by_themselves(two_agents) -> None:  # type: ignore[no-untyped-def]
@@ -187,6 +183,25 @@ def test_every_warc_file_reads_cleanly_after_the_crash(crash_and_resume) -> None
     kinds = Counter(kind for kind, _ in warc_records(out))  # check_digests=True: every digest verified
     fetches = kinds["response"] + kinds["revisit"]
     assert fetches >= resumed.stats["pages"] and kinds["request"] == fetches
+
+
+def test_a_crawl_stopped_by_max_pages_resumes_where_it_stopped(tmp_path: Path) -> None:
+    """Hosts keep the URLs the page budget did not let them fetch: a resume with a larger budget fetches
+    every remaining page, each once (before, every host popped and lost a URL per visit once it was spent)."""
+    web = WebThread(WEB, tmp_path / "requests.jsonl")
+    seeds = web.web.seeds[:6]
+    expected = reachable(web.model, seeds)
+    out = tmp_path / "out"
+    try:
+        first = run_crawl(out, seeds, dns=web.web.dns_address, settings=SETTINGS, args=["--max-pages", "40"])
+        resumed = run_crawl(out, seeds, dns=web.web.dns_address, settings=SETTINGS, args=["--resume"])
+    finally:
+        log = web.stop()
+    assert first.stats["stop_reason"] == "max_pages" and first.stats["pages"] == 40 < len(expected)
+    assert resumed.stats["stop_reason"] == "done"
+    requested = Counter(url_of(r, web.model.port) for r in page_requests(log))
+    assert set(requested) == expected, f"lost at the max_pages stop: {sorted(expected - set(requested))[:5]}"
+    assert max(requested.values()) == 1
 
 
 # -- one agent killed alone --------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""store/archive.py: revisits for seen content, CDXJ lookups that land on the record, the link graph,
-repair after kill -9, and a full disk (a real one: a tmpfs of a few hundred KB)."""
+"""store/archive.py: revisits for identical payloads, near-duplicates stored in full (or skipped), CDXJ
+lookups that land on the record, the link graph, repair after kill -9, a full disk (a real one: a tmpfs
+of a few hundred KB), and ``crawl warc verify``'s check of what revisits promise."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
 
-from engine.config import StoreConfig
-from engine.warc_cli import verify_file
+from engine.config import ConfigError, StoreConfig, load
+from engine.warc_cli import verify, verify_file
 from store import cdxj, linkgraph
-from store.archive import PROFILE_NEAR, Archive, Check
+from store.archive import NEAR_DUPLICATE_FIELD, Archive, Check
+from store.dedup import Original
 from store.errors import StoreFull
-from store.warc import PROFILE_IDENTICAL, Exchange, end_of_complete_members
+from store.recovery import metadata_fields
+from store.signature import html_signature
+from store.warc import PROFILE_IDENTICAL, Exchange, Revisit, WarcStore, end_of_complete_members, payload_digest
 
 INFO = {"software": "crawl/test", "format": "WARC File Format 1.1"}
 REQUEST = b"GET / HTTP/1.1\r\nHost: example.test\r\n\r\n"
@@ -42,7 +46,7 @@ def store(archive: Archive, url: str, body: bytes, *, status: int = 200, links: 
     check = archive.examine(status=status, body=body, payload=body, html=True, complete=truncated is None)
     exchange = Exchange(url, "127.0.0.1", when, REQUEST, HEAD.replace(b"200 OK", b"%d X" % status), body, truncated)
     capture = archive.store(exchange, status=status, mime="text/html", check=check, page=True, links=links)
-    return check, capture.record_type
+    return check, capture.record_type if capture is not None else "skipped"
 
 
 def records(directory: Path) -> Iterator:  # type: ignore[type-arg]
@@ -55,6 +59,17 @@ def records(directory: Path) -> Iterator:  # type: ignore[type-arg]
 
 def by_type(directory: Path, kind: str) -> dict[str, object]:
     return {r.rec_headers.get_header("WARC-Target-URI"): r.rec_headers for r in records(directory) if r.rec_type == kind}
+
+
+def metadata_of(directory: Path) -> dict[str, list[tuple[str, str]]]:
+    """The fields of each metadata record, by target URI."""
+    found = {}
+    for path in sorted(directory.glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for r in ArchiveIterator(f):
+                if r.rec_type == "metadata":
+                    found[r.rec_headers.get_header("WARC-Target-URI")] = metadata_fields(r.content_stream().read())
+    return found
 
 
 # -- dedup -------------------------------------------------------------------------------------------------
@@ -76,30 +91,87 @@ def test_the_same_content_under_n_urls_is_one_response_and_n_minus_1_revisits(tm
         assert headers.get_header("WARC-Refers-To-Date") == original.get_header("WARC-Date")  # type: ignore[attr-defined]
         assert headers.get_header("WARC-Refers-To") == original.get_header("WARC-Record-ID")  # type: ignore[attr-defined]
         assert headers.get_header("WARC-Payload-Digest") == original.get_header("WARC-Payload-Digest")  # type: ignore[attr-defined]
-    assert (stats.responses, stats.revisits_identical, stats.revisits_near) == (1, 3, 0)
+    assert (stats.responses, stats.revisits_identical, stats.near_duplicates_stored, stats.near_duplicates_skipped) == (1, 3, 0, 0)
     assert stats.dedup is not None and stats.dedup.bloom_hits == 3 and stats.dedup.bloom_false_positives == 0
 
 
-def test_a_near_duplicate_is_a_revisit_with_the_near_profile(tmp_path: Path) -> None:
+def test_a_near_duplicate_is_a_full_response_whose_metadata_names_the_capture_it_nearly_repeats(tmp_path: Path) -> None:
+    a, edition = "http://h.test/a", "http://h.test/a?edition=7"
     with Archive(tmp_path, "t", settings(), INFO) as archive:
-        store(archive, "http://h.test/a", page(1, edition=0))
-        check, kind = store(archive, "http://h.test/a?edition=7", page(1, edition=7))
+        store(archive, a, page(1, edition=0))
+        check, kind = store(archive, edition, page(1, edition=7), links=("http://h.test/x",))
         _, other = store(archive, "http://h.test/b", page(2))
-    assert (kind, other) == ("revisit", "response")
-    revisit = by_type(tmp_path, "revisit")["http://h.test/a?edition=7"]
-    assert revisit.get_header("WARC-Profile") == PROFILE_NEAR  # type: ignore[attr-defined]
-    assert revisit.get_header("WARC-Payload-Digest") == check.digest  # its own payload's, which differs
-    assert revisit.get_header("WARC-Refers-To-Target-URI") == "http://h.test/a"  # type: ignore[attr-defined]
+        stats = archive.statistics()
+    assert (kind, other) == ("response", "response") and check.duplicate and check.original is None
+    assert not by_type(tmp_path, "revisit")
+    original, near = by_type(tmp_path, "response")[a], by_type(tmp_path, "response")[edition]
+    assert near.get_header("WARC-Payload-Digest") == check.digest == payload_digest(page(1, edition=7))  # type: ignore[attr-defined]
+    fields = metadata_of(tmp_path)[edition]
+    named = " ".join(original.get_header(h) for h in ("WARC-Target-URI", "WARC-Date", "WARC-Record-ID"))  # type: ignore[attr-defined]
+    assert (NEAR_DUPLICATE_FIELD, named) in fields and ("outlink", "http://h.test/x") in fields
+    assert not [f for f in metadata_of(tmp_path)[a] if f[0] == NEAR_DUPLICATE_FIELD]
+    assert (stats.responses, stats.revisits_identical, stats.near_duplicates_stored, stats.near_duplicates_skipped) == (3, 0, 1, 0)
+
+
+def test_a_copy_of_a_near_duplicate_is_a_revisit_of_the_near_duplicate(tmp_path: Path) -> None:
+    """A near-duplicate stored in full holds its own payload: an identical copy refers to it, not to the first page."""
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        kinds = [store(archive, url, page(1, edition=e), when=1_700_000_000.0 + k)[1]
+                 for k, (url, e) in enumerate((("http://h.test/a", 0), ("http://h.test/e5", 5), ("http://h.test/e5-copy", 5),
+                                               ("http://h.test/a-copy", 0)))]
+    assert kinds == ["response", "response", "revisit", "revisit"]
+    revisits, responses = by_type(tmp_path, "revisit"), by_type(tmp_path, "response")
+    for copy, original in (("http://h.test/e5-copy", "http://h.test/e5"), ("http://h.test/a-copy", "http://h.test/a")):
+        assert revisits[copy].get_header("WARC-Refers-To-Target-URI") == original  # type: ignore[attr-defined]
+        assert revisits[copy].get_header("WARC-Payload-Digest") == responses[original].get_header("WARC-Payload-Digest")  # type: ignore[attr-defined]
+        assert revisits[copy].get_header("WARC-Profile") == PROFILE_IDENTICAL  # type: ignore[attr-defined]
+    assert all(verify_file(path) == "" for path in tmp_path.glob("*.warc.gz"))
+    assert verify(tmp_path) == 0
+
+
+def test_skipped_near_duplicates_are_not_written_but_counted(tmp_path: Path) -> None:
+    with Archive(tmp_path, "t", settings(near_duplicates="skip"), INFO) as archive:
+        kinds = [store(archive, f"http://h.test/{k}", body)[1]
+                 for k, body in enumerate((page(1), page(1, 5), page(1, 5), page(1), page(2)))]
+        stats = archive.statistics()
+    assert kinds == ["response", "skipped", "skipped", "revisit", "response"]
+    uris = {r.rec_headers.get_header("WARC-Target-URI") for r in records(tmp_path) if r.rec_type != "warcinfo"}
+    assert uris == {"http://h.test/0", "http://h.test/3", "http://h.test/4"}, "a skipped fetch leaves no record"
+    assert (stats.responses, stats.revisits_identical, stats.near_duplicates_stored, stats.near_duplicates_skipped) == (2, 1, 0, 2)
+    assert sum(1 for index in tmp_path.glob("*.cdxj") for _ in index.read_bytes().splitlines()) == 3
+
+
+def test_a_bad_near_duplicates_setting_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"store\.near_duplicates.*must be store or skip, got 'drop'"):
+        load(None, ["store.near_duplicates=drop"])
+    with pytest.raises(ValueError, match="near_duplicates must be one of store, skip, not 'drop'"):
+        Archive(tmp_path, "t", settings(near_duplicates="drop"), INFO)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
-    ("mode", "expected"), [("near", ["response", "revisit", "revisit"]), ("exact", ["response", "response", "revisit"]),
-                           ("off", ["response", "response", "response"])],
+    ("mode", "expected", "near"),
+    [("near", ["response", "response", "revisit"], 1), ("exact", ["response", "response", "revisit"], 0),
+     ("off", ["response", "response", "response"], 0)],
 )
-def test_dedup_modes(tmp_path: Path, mode: str, expected: list[str]) -> None:
+def test_dedup_modes(tmp_path: Path, mode: str, expected: list[str], near: int) -> None:
     with Archive(tmp_path, "t", settings(dedup=mode), INFO) as archive:
         kinds = [store(archive, f"http://h.test/{k}", body)[1] for k, body in enumerate((page(1), page(1, 5), page(1)))]
+        assert archive.statistics().near_duplicates_stored == near
     assert kinds == expected
+
+
+def test_a_table_from_before_payload_keys_still_finds_identical_payloads(tmp_path: Path) -> None:
+    """A signature table written by an earlier version holds near signatures only: one whose capture has
+    the same payload digest is an identical revisit, one whose capture differs a near-duplicate."""
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        assert archive.signatures is not None
+        first = Original("http://h.test/old", "2023-11-14T22:13:20.000000Z", "<urn:uuid:old>", payload_digest(page(1)))
+        archive.signatures.remember(html_signature(page(1)), first)
+        same = archive.examine(status=200, body=page(1), payload=page(1), html=True, complete=True)
+        near = archive.examine(status=200, body=page(1, 3), payload=page(1, 3), html=True, complete=True)
+    assert same.original == first and same.near is None
+    assert near.original is None and near.near == first
 
 
 def test_errors_and_truncated_bodies_take_no_part(tmp_path: Path) -> None:
@@ -123,6 +195,53 @@ def test_signatures_outlive_the_archive_and_the_bloom_file(tmp_path: Path) -> No
         assert archive.statistics().dedup.bloom_error_rate == 1e-4  # type: ignore[union-attr]
     with Archive(tmp_path, "t", settings(), INFO) as archive:  # sized differently again: rebuilt again
         assert store(archive, "http://h.test/fourth", page(1))[1] == "revisit"
+
+
+# -- crawl warc verify: what revisits promise -------------------------------------------------------------
+
+
+def test_verify_follows_revisits_to_originals_in_older_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with Archive(tmp_path, "t", settings(warc_max_bytes=2_000), INFO) as archive:
+        for k in range(6):  # a file per page or so: each revisit's original lies in an older file
+            store(archive, f"http://h.test/{k}", page(k % 2), when=1_700_000_000.0 + k)
+    assert len(list(tmp_path.glob("*.warc.gz"))) >= 3 and len(by_type(tmp_path, "revisit")) == 4
+    assert verify(tmp_path) == 0
+    assert capsys.readouterr().out.count("ok\t") == len(list(tmp_path.glob("*.warc.gz")))
+
+
+def revisit_file(directory: Path, refers_to: Original, body: bytes) -> Path:
+    """A WARC file holding one revisit of ``refers_to`` whose payload is ``body``."""
+    with WarcStore(directory, prefix="z", info=INFO) as warc:
+        capture = warc.store_exchange(
+            Exchange("http://h.test/copy", None, 1_700_000_100.0, REQUEST, HEAD, body),
+            revisit=Revisit(refers_to.uri, refers_to.date, refers_to.record_id, PROFILE_IDENTICAL),
+        )
+    archive_path = directory / capture.filename
+    (directory / cdxj.index_name(capture.filename)).write_bytes(cdxj.cdxj_line(
+        "http://h.test/copy", capture.date, mime="warc/revisit", status=200, digest=capture.payload_digest,
+        length=capture.length, offset=capture.offset, filename=capture.filename))
+    return archive_path
+
+
+@pytest.mark.parametrize("case", ["other payload", "no original"])
+def test_verify_fails_a_revisit_that_does_not_repeat_its_original(tmp_path: Path, case: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """What the near-duplicate revisits of old did (their payload differs), or a revisit whose original is gone."""
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        store(archive, "http://h.test/a", page(1))
+    [response] = [r for r in records(tmp_path) if r.rec_type == "response"]
+    get = response.rec_headers.get_header
+    original = Original(get("WARC-Target-URI"), get("WARC-Date"), get("WARC-Record-ID"), get("WARC-Payload-Digest"))
+    if case == "other payload":
+        bad = revisit_file(tmp_path, original, page(1, edition=3))
+        problem = f"the revisit of http://h.test/copy says http://h.test/a {original.date} {payload_digest(page(1, edition=3))}"
+    else:
+        bad = revisit_file(tmp_path, dataclasses.replace(original, record_id="<urn:uuid:gone>"), page(1))
+        problem = "the revisit of http://h.test/copy refers to <urn:uuid:gone>, which is not in the archive"
+    assert verify_file(bad) == "", "each file alone is sound: only the archive as a whole shows the broken promise"
+    assert verify(tmp_path) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL\t{bad.name}\t{problem}" in out and out.count("ok\t") == 1
 
 
 # -- index and graph ---------------------------------------------------------------------------------------

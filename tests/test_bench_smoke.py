@@ -55,6 +55,8 @@ def test_crawl_benchmark_reports_its_figures(tmp_path: Path) -> None:
     run_benchmark("bench.crawl_bench", "--seconds", "3", "--runs", "1", "--hosts", "100", "--json", str(out))
     median = orjson.loads(out.read_bytes())["median"]
     assert median["pages"] > 0 and median["pages_per_cpu_second"] > 0 and 0 <= median["server_cpu_share"] < 2
+    # the user's figure: HTML 200 pages read back from the WARC files, never more than every page fetched
+    assert 0 < median["html_pages"] <= median["pages"] and median["html_pages_per_cpu_second"] > 0
 
 
 def test_fetchers_sweep_grows_with_fetchers(tmp_path: Path) -> None:

@@ -52,6 +52,8 @@ def test_set_takes_toml_values_and_bare_strings() -> None:
         ("frontier.sieve_bucket_bytes=\"lots\"", "frontier.sieve_bucket_bytes", "expected a size"),
         ("politeness.ip_delay=-1", "politeness.ip_delay", "must not be negative"),
         ("scope.mode=\"galaxy\"", "scope.mode", "must be any, host or domain"),
+        ('scope.link_rels=["next page"]', "scope.link_rels", "is not one rel value"),
+        ("urls.sort_query=1", "urls.sort_query", "expected true or false"),
         ("noequals", "noequals", "expected section.key=value"),
     ],
 )

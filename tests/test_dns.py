@@ -1,21 +1,31 @@
-"""engine/dns.py: the pure cache with explicit times, and the resolver against a real UDP DNS server on loopback.
+"""engine/dns.py: the pure cache with explicit times, and the resolver against a real UDP DNS server on loopback;
+then re-resolution in a real crawl, whose DNS server moves a host while it runs.
 
-The server is a few dozen lines here (``TinyDns``), so these tests depend on nothing else.
-It answers with TTL 0 where a test counts the queries that reach it: c-ares keeps a
-TTL-honouring cache of its own and would otherwise answer repeats itself.
+The server of the resolver tests is a few dozen lines here (``TinyDns``), so they depend on
+nothing else. It answers with TTL 0 where a test counts the queries that reach it: c-ares
+keeps a TTL-honouring cache of its own and would otherwise answer repeats itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+import orjson
 import pytest
 
-from engine.dns import CacheEntry, CachingResolver, DnsCache, DnsFailed, ip_literal
+from bench.invitro import WebModel, WebParams, ip_addresses
+from engine import config as configuration
+from engine.dns import Answer, CacheEntry, CachingResolver, DnsCache, DnsFailed, ip_literal
+from engine.ownership import HashRing
+from frontier.urls import host_of, split
+from tests.invitro_harness import WebThread, by_key, gaps, page_requests, reachable, run_crawl, url_of, when_requests
 
 A, AAAA, CNAME = 1, 28, 5
 TYPES = {"A": A, "AAAA": AAAA, "CNAME": CNAME}
@@ -153,9 +163,9 @@ ZONE: Zone = {
 async def test_a_answer_is_cached(serve: Serve, resolvers: Make) -> None:
     server, address = await serve(ZONE)
     r = resolvers(address)
-    assert await r.resolve("a.test", 0.0) == "10.0.0.1"  # the first A record
-    assert await r.resolve("a.test", 30.0) == "10.0.0.1"
-    assert await r.resolve("A.Test.", 31.0) == "10.0.0.1"  # names are case-insensitive, the root dot optional
+    assert (await r.resolve("a.test", 0.0)).address == "10.0.0.1"  # the first A record
+    assert (await r.resolve("a.test", 30.0)).address == "10.0.0.1"
+    assert (await r.resolve("A.Test.", 31.0)).address == "10.0.0.1"  # names are case-insensitive, the root dot optional
     assert server.queries == [("a.test", A)]
     s = r.statistics()
     assert (s.hits, s.misses, s.entries, s.in_flight) == (2, 1, 1, 0)
@@ -169,7 +179,7 @@ async def test_ttl_expiry_with_explicit_now_queries_again(serve: Serve, resolver
     await r.resolve("a.test", 159.9)
     assert len(server.queries) == 1
     assert r.lookup_nowait("a.test", 160.0) is None
-    assert await r.resolve("a.test", 160.0) == "10.0.0.1"
+    assert (await r.resolve("a.test", 160.0)).address == "10.0.0.1"
     assert len(server.queries) == 2
 
 
@@ -185,22 +195,23 @@ async def test_ttl_expiry_with_explicit_now_queries_again(serve: Serve, resolver
 async def test_ttl_is_clamped(serve: Serve, resolvers: Make, host: str, lives: float) -> None:
     _, address = await serve(ZONE)
     r = resolvers(address, min_ttl=60, max_ttl=3600)
-    ip = await r.resolve(host, 1000.0)
+    ip, expires = await r.resolve(host, 1000.0)
+    assert expires == 1000.0 + lives  # what the visit state holding the address is told
     assert r.lookup_nowait(host, 1000.0 + lives - 0.001) == ip
     assert r.lookup_nowait(host, 1000.0 + lives) is None
 
 
 async def test_cname_is_followed_to_the_address(serve: Serve, resolvers: Make) -> None:
     _, address = await serve(ZONE)
-    assert await resolvers(address).resolve("alias.test", 0.0) == "10.0.0.7"
+    assert (await resolvers(address).resolve("alias.test", 0.0)).address == "10.0.0.7"
 
 
 async def test_aaaa_only_when_there_is_no_a(serve: Serve, resolvers: Make) -> None:
     server, address = await serve(ZONE)
     r = resolvers(address)
-    assert await r.resolve("six.test", 0.0) == "2001:db8::1"
+    assert (await r.resolve("six.test", 0.0)).address == "2001:db8::1"
     assert server.queries == [("six.test", A), ("six.test", AAAA)]
-    assert await r.resolve("dual.test", 0.0) == "10.0.0.8"
+    assert (await r.resolve("dual.test", 0.0)).address == "10.0.0.8"
     assert server.queries[2:] == [("dual.test", A)]
 
 
@@ -251,7 +262,7 @@ async def test_timeout_is_temporary(serve: Serve, resolvers: Make) -> None:
 async def test_ip_literals_need_no_query(serve: Serve, resolvers: Make, host: str, ip: str) -> None:
     server, address = await serve(ZONE, silent=True)
     r = resolvers(address)
-    assert await r.resolve(host, 0.0) == ip
+    assert await r.resolve(host, 0.0) == Answer(ip, math.inf)  # never re-resolved
     assert r.lookup_nowait(host, 0.0) == ip
     assert server.queries == [] and r.statistics().misses == 0
 
@@ -262,7 +273,7 @@ async def test_concurrent_resolves_of_one_host_share_one_query(serve: Serve, res
     waiting = [asyncio.ensure_future(r.resolve("a.test", 0.0)) for _ in range(10)]
     await asyncio.sleep(0.02)
     assert r.statistics().in_flight == 1
-    assert await asyncio.gather(*waiting) == ["10.0.0.1"] * 10
+    assert [answer.address for answer in await asyncio.gather(*waiting)] == ["10.0.0.1"] * 10
     assert server.queries == [("a.test", A)]
     assert r.statistics().misses == 1
 
@@ -274,7 +285,7 @@ async def test_one_cancelled_caller_does_not_cancel_the_others(serve: Serve, res
     second = asyncio.ensure_future(r.resolve("a.test", 0.0))
     await asyncio.sleep(0.02)
     first.cancel()
-    assert await second == "10.0.0.1"
+    assert (await second).address == "10.0.0.1"
     assert first.cancelled()
 
 
@@ -375,8 +386,8 @@ async def test_resolves_the_invitro_web(resolvers: Make) -> None:
     try:
         r = resolvers(server.address)
         hosts = model.hosts()[:5]
-        assert [await r.resolve(h, 0.0) for h in hosts] == [model.ip_of(h) for h in hosts]
-        assert [await r.resolve(h, 1.0) for h in hosts] == [model.ip_of(h) for h in hosts]
+        assert [(await r.resolve(h, 0.0)).address for h in hosts] == [model.ip_of(h) for h in hosts]
+        assert [(await r.resolve(h, 1.0)).address for h in hosts] == [model.ip_of(h) for h in hosts]
         assert server.service.statistics().queries == 5
         with pytest.raises(DnsFailed) as failed:
             await r.resolve("no-such-host.example", 0.0)
@@ -384,3 +395,147 @@ async def test_resolves_the_invitro_web(resolvers: Make) -> None:
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_the_invitro_server_moves_a_host_while_running_and_logs_each_query(resolvers: Make) -> None:
+    from bench.invitro.dns import start_dns
+    from bench.invitro.model import WebModel, WebParams
+
+    model = WebModel(WebParams(), 8080)
+    server = await start_dns(model, ttl=0)  # c-ares caches nothing: every resolve below reaches the server
+    try:
+        r = resolvers(server.address, min_ttl=0, max_ttl=0)
+        host, other = model.hosts()[0], model.hosts()[-1]
+        assert (await r.resolve(host, 0.0)).address == model.ip_of(host)
+        server.service.move(host, model.ip_of(other))
+        assert (await r.resolve(host, 1.0)).address == model.ip_of(other)
+        server.service.move(host, None)
+        assert (await r.resolve(host, 2.0)).address == model.ip_of(host)
+        assert [(q.name, q.address) for q in server.service.log] == [
+            (host, model.ip_of(host)), (host, model.ip_of(other)), (host, model.ip_of(host))]
+        times = [q.at for q in server.service.log]
+        assert times == sorted(times) and times[-1] <= time.monotonic()
+        with pytest.raises(ValueError, match="loopback"):
+            server.service.move(host, "10.0.0.1")  # never send a crawler off the machine
+        with pytest.raises(ValueError, match="not a host"):
+            server.service.move("elsewhere.example", "127.0.0.9")
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+# -- re-resolution in a real crawl: the in-vitro web, its DNS server, `crawl run` --------------------------
+
+HOST_DELAY = 0.2
+IP_DELAY = 0.1
+MIN_TTL = 1.0  # the server answers TTL 0; the crawler keeps each answer this long
+MOVE_AFTER = 12  # requests served before the DNS answer changes
+DNS_WEB = WebParams(hosts=8, hosts_per_ip=4, mean_pages=15, max_pages=25, robots_404_share=1.0, robots_5xx_share=0.0)
+
+
+def crawl_while_moving(tmp_path: Path, allow: list[str], new_ip: Callable[[WebModel], str]):  # type: ignore[no-untyped-def]
+    """Crawl three hosts with two agents; after MOVE_AFTER requests the DNS server moves the
+    first one (two hosts share its IP) to ``new_ip(model)``, the IP of the third, which
+    another agent crawls. Returns (model, (moved, stays, neighbour), request log, DNS log,
+    moment of the move, crawl result)."""
+    web = WebThread(DNS_WEB, tmp_path / "requests.jsonl", dns_ttl=0)
+    model = web.model
+    ring = HashRing(2)
+    by_pages = sorted(model.hosts()[:4], key=lambda h: -model.host_info(h).pages)
+    moved, stays = by_pages[0], by_pages[1]
+    neighbour = next(h for h in model.hosts()[4:] if ring.owner(h) != ring.owner(moved))
+    seeds = [f"http://{h}:{model.port}/" for h in (moved, stays, neighbour)]
+    settings = [f"politeness.host_delay={HOST_DELAY}", f"politeness.ip_delay={IP_DELAY}", f"dns.min_ttl={MIN_TTL}",
+                "engine.processes=2", "engine.fetchers=8", 'scope.mode="host"',
+                f"network.allow_networks={orjson.dumps(allow).decode()}"]
+    answered = when_requests(web, MOVE_AFTER)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            crawl = pool.submit(run_crawl, tmp_path / "out", seeds, dns=web.web.dns_address, settings=settings)
+            assert answered.wait(120), "the crawl did not get going"
+            web.call(web.web.dns.move, moved, new_ip(model))
+            moved_at = time.monotonic()
+            result = crawl.result(240)
+    finally:
+        log = web.stop()
+    dns_log = list(web.web.dns.log)
+    return model, seeds, (moved, stays, neighbour), log, dns_log, moved_at, result
+
+
+def pages_of(model: WebModel, seeds: list[str], host: str) -> set[str]:
+    return {u for u in reachable(model, seeds) if host_of(split(u)[0]) == host}
+
+
+def assert_polite(log: list) -> None:  # type: ignore[type-arg]
+    for host, records in by_key(log, "host").items():
+        assert min(gaps(records), default=HOST_DELAY) >= HOST_DELAY, f"host delay violated on {host}"
+    for ip, records in by_key(log, "local").items():  # the address each request really came to
+        assert min(gaps(records), default=IP_DELAY) >= IP_DELAY, f"IP delay violated on {ip}"
+
+
+def test_a_host_whose_address_changes_is_fetched_at_its_new_ip_politely(tmp_path: Path) -> None:
+    model, seeds, (moved, stays, neighbour), log, dns_log, moved_at, result = crawl_while_moving(
+        tmp_path, ["127.0.0.0/8"], lambda m: m.ip_of(m.hosts()[4]))
+    old_ip, new_ip = model.ip_of(moved), model.ip_of(neighbour)
+    assert result.stats["stop_reason"] == "done"
+    fetches = [r for r in sorted(log, key=lambda r: r.start) if r.host == moved]
+    ips = [r.local for r in fetches]
+    assert old_ip in ips and ips[-1] == new_ip, "later fetches must arrive on the new IP"
+    switch = ips.index(new_ip)
+    assert set(ips[:switch]) == {old_ip} and set(ips[switch:]) == {new_ip}, "once moved, it stays moved"
+    assert fetches[switch].start >= moved_at, "nothing reaches the new IP before the DNS answer changed"
+    assert fetches[switch].start <= moved_at + MIN_TTL + 5.0, "the old answer outlived its clamped TTL"
+    assert len(ips) - switch >= 5, "the test needs fetches after the move"
+    # politeness on both IPs, through the move, across the two agents (the IP table follows the move)
+    assert {r.local for r in log if r.host == neighbour} == {new_ip}
+    assert_polite(log)
+    requested = [url_of(r, model.port) for r in page_requests(fetches)]
+    assert len(requested) == len(set(requested)), "a page was fetched twice"
+    assert set(requested) == pages_of(model, seeds, moved)
+    # the DNS server saw the host resolved again, no sooner than the clamped TTL allowed
+    queries = [q for q in dns_log if q.name == moved]
+    assert len(queries) >= 3 and queries[0].address == old_ip and queries[-1].address == new_ip
+    assert min(b.at - a.at for a, b in zip(queries, queries[1:])) >= MIN_TTL * 0.9
+    assert any(q.address == new_ip and q.at >= moved_at for q in queries)
+
+
+def test_a_host_moved_outside_allow_networks_is_refused_and_no_longer_fetched(tmp_path: Path) -> None:
+    # only the web's own IPs are allowed; the host moves to a loopback address nothing listens on
+    model, seeds, (moved, stays, _), log, dns_log, moved_at, result = crawl_while_moving(
+        tmp_path, [f"{ip}/32" for ip in ip_addresses(DNS_WEB)], lambda m: "127.0.99.1")
+    assert result.stats["stop_reason"] == "done"
+    refused = [q for q in dns_log if q.name == moved and q.address == "127.0.99.1"]
+    assert refused, "the crawler never resolved the host again"
+    fetches = [r for r in log if r.host == moved]
+    assert all(r.start < refused[0].at for r in fetches), "fetched after its address was refused"
+    assert {r.local for r in fetches} == {model.ip_of(moved)}
+    assert sum(a["refused_addresses"] for a in result.stats["agents"]) == 1
+    assert sum(a["frontier"]["drops"].get("purged_address", 0) for a in result.stats["agents"]) > 0
+    assert {url_of(r, model.port) for r in page_requests(log) if r.host == stays} == pages_of(model, seeds, stays), \
+        "the other host of its IP goes on"
+    assert_polite(log)
+
+
+# -- configuration ------------------------------------------------------------------------------------------
+
+
+def test_ttl_bounds_default_to_five_minutes_and_a_day() -> None:
+    config = configuration.load(None)
+    assert (config.dns.min_ttl, config.dns.max_ttl) == (300.0, 86400.0)
+    resolver = CachingResolver(None)  # the resolver's own defaults agree
+    assert (resolver.min_ttl, resolver.max_ttl) == (300.0, 86400.0)
+
+
+@pytest.mark.parametrize(
+    "overrides, key, problem",
+    [
+        (["dns.min_ttl=0"], "dns.min_ttl", "must be positive"),
+        (["dns.min_ttl=600", "dns.max_ttl=60"], "dns.max_ttl", "must be at least dns.min_ttl"),
+        (["dns.negative_ttl=-1"], "dns.negative_ttl", "must not be negative"),
+        (["robots.expiry=-5"], "robots.expiry", "must not be negative"),
+    ],
+)
+def test_bad_ttl_bounds_name_the_key(overrides: list[str], key: str, problem: str) -> None:
+    with pytest.raises(configuration.ConfigError) as info:
+        configuration.load(None, overrides)
+    assert info.value.key == key and problem in info.value.problem

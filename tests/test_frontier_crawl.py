@@ -13,7 +13,9 @@ from pathlib import Path
 
 from bench.invitro import WebParams
 from frontier.urls import canonicalize
-from tests.invitro_harness import WebThread, allowed, by_key, gaps, page_requests, robots_for, run_crawl, url_of
+from tests.invitro_harness import (
+    WebThread, allowed, by_key, gaps, page_links, page_requests, robots_for, run_crawl, url_of,
+)
 
 HOST_DELAY = 0.03
 IP_DELAY = 0.01
@@ -37,7 +39,7 @@ def discovery_order(model, host: str, fetched_in_order: list[str]) -> list[str]:
         target = url.split(str(model.port), 1)[1]
         response = model.respond(host, target)
         follow: dict[str, bool] = {}
-        for link, nofollow in zip(response.links, response.nofollow):
+        for link, nofollow in page_links(response):
             follow[link] = follow.get(link, False) or not nofollow
         for link, ok in follow.items():
             if ok:

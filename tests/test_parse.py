@@ -1,18 +1,24 @@
-"""engine/parse.py: link extraction from one table of pages, fed whole, truncated and with trailing data."""
+"""engine/parse.py: link extraction from one table of pages, fed whole, truncated and with trailing data; link rules."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from warcio.archiveiterator import ArchiveIterator
 
-from engine.parse import ParsedPage, extract_links, parse_location
+from bench.invitro import WebParams
+from bench.invitro.page import STYLESHEET
+from engine import config as configuration
+from engine.parse import PAGE_RELS, LinkRules, ParsedPage, extract_links, parse_location
 from frontier.page import LinkContext
 from frontier.urls import canonicalize
+from tests.invitro_harness import WebThread, page_requests, run_crawl, url_of
 
 URL = "http://a.test/dir/page.html"
 
@@ -82,7 +88,7 @@ CASES = [
         "rel=nofollow followed when asked",
         html('<a href="/a" rel="nofollow">a</a><a href="/b">b</a>'),
         ["http://a.test/a", "http://a.test/b"],
-        kwargs={"follow_nofollow": True},
+        kwargs={"rules": LinkRules(follow_nofollow=True)},
     ),
     Case(
         "meta robots nofollow drops every link",
@@ -106,22 +112,124 @@ CASES = [
         "meta robots nofollow followed when asked",
         html('<a href="/a">a</a>', '<meta name="robots" content="nofollow">'),
         ["http://a.test/a"],
-        kwargs={"follow_nofollow": True},
+        kwargs={"rules": LinkRules(follow_nofollow=True)},
     ),
     Case(
         "frames",
         b'<html><head><link rel="stylesheet" href="/s.css"></head><frameset><frame src="f1.html">'
         b'<frameset><frame src="f2.html"><frame></frameset></frameset></html>',
-        ["http://a.test/s.css", "http://a.test/dir/f1.html", "http://a.test/dir/f2.html"],
+        ["http://a.test/dir/f1.html", "http://a.test/dir/f2.html"],
     ),
     Case(
-        "iframes, area, link elements of every rel",
+        "iframes, area, link elements that name pages",
         html(
             '<iframe src="//i.test/x"></iframe><map><area href="/m" alt="m"><area nohref></map>',
             '<link rel="stylesheet" href="/s.css"><link rel="alternate" hreflang="de" href="/de/">'
             '<link rel="icon" href="/favicon.ico">',
         ),
-        ["http://a.test/s.css", "http://a.test/de/", "http://a.test/favicon.ico", "http://i.test/x", "http://a.test/m"],
+        ["http://a.test/de/", "http://i.test/x", "http://a.test/m"],
+    ),
+    Case(
+        "link elements: navigation is followed, whatever the case and spacing of rel",
+        html(
+            "",
+            '<link rel="next" href="p3"><link rel=" Prev " href="p1"><link rel="canonical" href="/c">'
+            '<link rel="up start" href="/"><link rel="alternate" media="print" href="/print">'
+            '<link rel="ALTERNATE" type="Text/HTML; charset=utf-8" href="/m/"><link rel="alternate" type="" href="/e">'
+            '<link rel="alternate" type="application/xhtml+xml" href="/x"><link rel="help license" href="/help">'
+            '<link rel="first" href="p0"><link rel="last" href="p9"><link rel="index" href="/i">'
+            '<link rel="next nofollow" href="/n">',
+        ),
+        [
+            "http://a.test/dir/p3", "http://a.test/dir/p1", "http://a.test/c", "http://a.test/",
+            "http://a.test/print", "http://a.test/m/", "http://a.test/e", "http://a.test/x", "http://a.test/help",
+            "http://a.test/dir/p0", "http://a.test/dir/p9", "http://a.test/i",
+        ],
+        nofollow=1,
+    ),
+    Case(
+        "link elements: resources, endpoints, feeds, rev and no rel are not followed",
+        html(
+            '<a href="/a">a</a>',
+            '<link rel="stylesheet" href="/s.css"><link rel="alternate stylesheet" title="big" href="/big.css">'
+            '<link rel="icon" href="/i.ico"><link rel="shortcut icon" href="/f.ico"><link rel="alternate icon" href="/a.ico">'
+            '<link rel="apple-touch-icon" href="/t.png"><link rel="preload" as="font" href="/f.woff2">'
+            '<link rel="prefetch" href="/next-page"><link rel="modulepreload" href="/m.js">'
+            '<link rel="dns-prefetch" href="//cdn.test"><link rel="preconnect" href="//fonts.test">'
+            '<link rel="manifest" href="/site.webmanifest"><link rel="pingback" href="/xmlrpc.php">'
+            '<link rel="webmention" href="/wm"><link rel="author" href="/humans.txt">'
+            '<link rel="search" type="application/opensearchdescription+xml" href="/opensearch.xml">'
+            '<link rel="alternate" type="application/rss+xml" href="/feed/">'
+            '<link rel="alternate" type="application/atom+xml" href="/atom.xml">'
+            '<link rel="alternate" type="application/json+oembed" href="/oembed?url=x">'
+            '<link rel="alternate" type="application/json" href="/wp-json/wp/v2/pages/7">'
+            '<link rev="made" href="/made"><link rev="next" href="/rev"><link href="/no-rel"><link rel="" href="/empty">',
+        ),
+        ["http://a.test/a"],
+    ),
+    Case(
+        "link elements: other schemes are never followed, whatever the rel",
+        html(
+            "",
+            '<link rel="author" href="mailto:me@a.test"><link rev="made" href="mailto:me@a.test">'
+            '<link rel="alternate" href="mailto:me@a.test"><link rel="help" href="javascript:help()">'
+            '<link rel="next" href="ftp://f.test/2"><link rel="alternate" href="tel:+1"><link rel="next" href="/2">',
+        ),
+        ["http://a.test/2"],
+    ),
+    Case(
+        "link elements: every one when asked (rel *), yet no other scheme",
+        html(
+            "",
+            '<link rel="stylesheet" href="/s.css"><link rel="alternate" type="application/rss+xml" href="/feed/">'
+            '<link rev="made" href="mailto:me@a.test"><link href="/no-rel"><link rel="icon nofollow" href="/i.ico">'
+            '<link rel="next" href="/2">',
+        ),
+        ["http://a.test/s.css", "http://a.test/feed/", "http://a.test/no-rel", "http://a.test/2"],
+        nofollow=1,
+        kwargs={"rules": LinkRules(link_rels=None)},
+    ),
+    Case(
+        "link elements: a chosen list (stylesheets and feeds too, when listed)",
+        html(
+            "",
+            '<link rel="stylesheet" href="/s.css"><link rel="alternate stylesheet" href="/b.css">'
+            '<link rel="next" href="/2"><link rel="alternate" hreflang="de" href="/de/">',
+        ),
+        ["http://a.test/s.css", "http://a.test/b.css"],
+        kwargs={"rules": LinkRules(link_rels=frozenset({"stylesheet"}))},
+    ),
+    Case(
+        "query parameters sorted by name, in links, the base and a meta refresh",
+        html(
+            '<a href="?b=2&a=1">q</a><a href="/s?z=%26&y=1+2&z=0">s</a><a href="http://b.test/x?b&a">x</a>',
+            '<base href="/base?d=4&c=3"><meta http-equiv="refresh" content="5; url=/r?y=1&x=2">',
+        ),
+        [
+            "http://a.test/r?x=2&y=1", "http://a.test/base?a=1&b=2", "http://a.test/s?y=1+2&z=%26&z=0",
+            "http://b.test/x?a&b",
+        ],
+        base="http://a.test/base?c=3&d=4",
+        meta_refresh="http://a.test/r?x=2&y=1",
+    ),
+    Case(
+        "query parameters in their order when sort_query is off",
+        html(
+            '<a href="?b=2&a=1">q</a><a href="/s?z=%26&y=1+2&z=0">s</a><a href="http://b.test/x?b&a">x</a>',
+            '<base href="/base?d=4&c=3"><meta http-equiv="refresh" content="5; url=/r?y=1&x=2">',
+        ),
+        [
+            "http://a.test/r?y=1&x=2", "http://a.test/base?b=2&a=1", "http://a.test/s?z=%26&y=1+2&z=0",
+            "http://b.test/x?b&a",
+        ],
+        base="http://a.test/base?d=4&c=3",
+        meta_refresh="http://a.test/r?y=1&x=2",
+        kwargs={"rules": LinkRules(sort_query=False)},
+    ),
+    Case(
+        "backslashes are slashes before the link is joined (WHATWG)",
+        html('<a href="\\">root</a><a href="\\x.html">x</a><a href="\\\\evil.test\\y">y</a><a href="s\\t">t</a>'),
+        ["http://a.test/", "http://a.test/x.html", "http://evil.test/y", "http://a.test/dir/s/t"],
     ),
     Case(
         "duplicates and fragments: first occurrence kept, the page itself kept",
@@ -277,12 +385,17 @@ def test_tree_walk_finds_the_same_links(case: Case) -> None:
     assert parsed.contexts is not None and len(parsed.contexts) == len(parsed.links)
 
 
+def all_canonical(case: Case, links: list[str]) -> bool:
+    sort_query = case.kwargs.get("rules", LinkRules()).sort_query
+    return all(canonicalize(link, sort_query=sort_query) == link for link in links)
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_truncated_body_never_raises(case: Case) -> None:
     for cut in range(len(case.body)):
         for want in (False, True):
             parsed = extract_links(case.body[:cut], URL, want_context=want, **case.kwargs)
-            assert all(canonicalize(link) == link for link in parsed.links)
+            assert all_canonical(case, parsed.links)
             assert len(parsed.links) <= len(case.links) + 1  # at most a cut-short last link
 
 
@@ -292,14 +405,14 @@ def test_trailing_garbage_never_raises(case: Case) -> None:
     for garbage in (b"\xff\xfe\xfd garbage <<<>>> \x80", b"</html></body>", bytes(rng.randrange(256) for _ in range(300))):
         for want in (False, True):
             parsed = extract_links(case.body + garbage, URL, want_context=want, **case.kwargs)
-            assert all(canonicalize(link) == link for link in parsed.links)
+            assert all_canonical(case, parsed.links)
     if case.body.endswith(b"</html>"):  # links of a complete page come first, whatever follows
         parsed = extract_links(case.body + b"\xff\xfe garbage <<>> \x80", URL, **case.kwargs)
         assert parsed.links[: len(case.links)] == case.links
 
 
 CONTEXT_PAGE = b"""<!DOCTYPE html>
-<html><head><title>Known</title><link rel="stylesheet" href="/s.css"></head>
+<html><head><title>Known</title><link rel="stylesheet" href="/s.css"><link rel="next" href="/next"></head>
 <body class="home">
   <div class="main  wide">
     <ul class="list">
@@ -318,7 +431,7 @@ CONTEXT_PAGE = b"""<!DOCTYPE html>
 def test_contexts_of_a_known_page() -> None:
     parsed = extract_links(CONTEXT_PAGE, URL, want_context=True)
     assert parsed.links == [
-        "http://a.test/s.css",
+        "http://a.test/next",
         "http://a.test/one",
         "http://a.test/two",
         "http://a.test/area",
@@ -366,17 +479,40 @@ def test_invalid_page_url() -> None:
         ("http://[bad/", "http://a.test/", None),
         ("http://d.test/", "not a url", "http://d.test/"),
         ("/relative", "not a url", None),
+        ("\\\\evil.test\\x", "http://a.test/", "http://evil.test/x"),
+        ("/s?b=2&a=1", "http://a.test/", "http://a.test/s?a=1&b=2"),
+        ("http://d.test/?b=2&a=1", "not a url", "http://d.test/?a=1&b=2"),
     ],
 )
 def test_parse_location(location: str, url: str, expected: str | None) -> None:
     assert parse_location(location, url) == expected
 
 
+def test_parse_location_keeps_the_query_order_when_asked() -> None:
+    assert parse_location("/s?b=2&a=1", "http://a.test/?y&x", sort_query=False) == "http://a.test/s?b=2&a=1"
+    assert parse_location("?b=2&a=1", "http://a.test/p", sort_query=False) == "http://a.test/p?b=2&a=1"
+    assert parse_location("http://d.test/?b=2&a=1", "not a url", sort_query=False) == "http://d.test/?b=2&a=1"
+
+
+def test_link_rules_from_the_config() -> None:
+    default = LinkRules.from_config(configuration.load(None))
+    assert default == LinkRules() and default.link_rels == frozenset(PAGE_RELS)
+    assert "stylesheet" not in PAGE_RELS and "search" not in PAGE_RELS and "author" not in PAGE_RELS
+    assert LinkRules.from_config(
+        configuration.load(None, ['scope.link_rels=["*"]', "urls.sort_query=false", "scope.follow_nofollow=true"])
+    ) == LinkRules(follow_nofollow=True, link_rels=None, sort_query=False)
+    assert LinkRules.from_config(configuration.load(None, ['scope.link_rels=["Next", "STYLESHEET"]'])).link_rels == {
+        "next", "stylesheet"
+    }
+    assert LinkRules.from_config(configuration.load(None, ["scope.link_rels=[]"])).link_rels == frozenset()
+
+
 # -- properties ----------------------------------------------------------------------------------
 
 PIECES = [
     "<a href='", "<a href=", "<A HREF=\"", "<area href=", "<link href=", "<frame src=", "<iframe src=",
-    "<base href=", "<meta name=robots content=nofollow>", "<meta http-equiv=refresh content='0;url=",
+    "<base href=", "<link rel=next href=", "<link rel='alternate stylesheet' href=", "type=application/rss+xml ",
+    "rel=alternate ", "?b=2&a=1", "\\", "<meta name=robots content=nofollow>", "<meta http-equiv=refresh content='0;url=",
     "<meta charset=", "rel=nofollow ", "'>", '">', ">", "</a>", "<div class='x y'>", "</div>", "<p>",
     "<!--", "-->", "<script>", "</script>", "<title>", "</title>", "/x", "../y", "?q", "#f", "//h.test/",
     "javascript:", "é", "\x00", "\xff", " ", "\n", "&amp;", "&", "<", "utf-16", "latin1", "<![CDATA[",
@@ -404,3 +540,42 @@ def test_binary_never_raises(body: bytes, content_type: str | None) -> None:
     for want in (False, True):
         parsed = extract_links(body, URL, content_type=content_type, want_context=want, want_document=want)
         assert all(canonicalize(link) == link for link in parsed.links)
+
+
+# -- end to end: what `crawl run` fetches from the in-vitro web ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "sorted_query"),
+    [([], True), (["urls.sort_query=false", 'scope.link_rels=["*"]'], False)],
+    ids=["defaults", "unsorted, every link"],
+)
+def test_the_crawler_fetches_one_url_per_parameter_set_and_no_stylesheet(
+    tmp_path: Path, settings: list[str], sorted_query: bool
+) -> None:
+    web = WebThread(WebParams(hosts=3, hosts_per_ip=3, mean_pages=6, max_pages=10), tmp_path / "requests.jsonl")
+    home = web.web.seeds[0]
+    seeds = [home, home + "?id=8&cat=x", home + "?cat=x&id=8", home + "?b=%26&a=1&b=2"]
+    try:
+        result = run_crawl(tmp_path / "out", seeds, dns=web.web.dns_address,
+                           settings=["politeness.host_delay=0.01", "politeness.ip_delay=0", *settings])
+    finally:
+        log = web.stop()
+    requested = [url_of(r, web.model.port) for r in page_requests(log)]
+    assert len(requested) == len(set(requested)) > 10
+
+    def seed_queries(urls: set[str]) -> set[str]:  # the in-vitro web links utm_source variants of `/` too
+        return {u.removeprefix(home) for u in urls if u.startswith(home + "?") and "utm_source" not in u}
+
+    stylesheets = {u for u in requested if u.endswith(STYLESHEET)}
+    if sorted_query:
+        assert seed_queries(set(requested)) == {"?a=1&b=%26&b=2", "?cat=x&id=8"}
+        assert not stylesheets, "a <link rel=stylesheet> is not a page"
+    else:
+        assert seed_queries(set(requested)) == {"?b=%26&a=1&b=2", "?cat=x&id=8", "?id=8&cat=x"}
+        assert len(stylesheets) == 3, "link_rels = ['*'] follows every <link>"
+    stored = set()
+    for path in (result.out / "warc").glob("*.warc.gz"):
+        with path.open("rb") as f:
+            stored |= {r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(f) if r.rec_type == "response"}
+    assert seed_queries(stored) == seed_queries(set(requested))

@@ -77,6 +77,7 @@ def test_summary_table_as_plain_text() -> None:
     counters = Counters(pages=1234, robots=40, bytes=5_300_000, stored=1274, robots_disallowed=17, stop_reason="done")
     counters.statuses.update({200: 1200, 404: 34})
     counters.errors.update({"timeout": 3})
+    counters.truncated.update({"length": 2, "decoded": 1})
     summary = {**counters.as_dict(), "elapsed_seconds": 61.2, "pages_per_second": 20.16, "pages_per_cpu_second": 300.2,
                "hosts": 40, "ips": 10, "rss_bytes": 100 << 20, "processes": 2, "restarts": 0}
     assert summary_text(summary).splitlines() == [
@@ -85,6 +86,7 @@ def test_summary_table_as_plain_text() -> None:
         " pages        1,234 in 1m01s (20.2/s, 300 per CPU-second)",
         " robots.txt   40 fetched, 17 URLs disallowed",
         " bytes        5.3 MB, 1,274 records stored",
+        " bodies cut   decoded: 1, length: 2",
         " hosts        40 on 10 IPs",
         " statuses     200: 1,200, 404: 34",
         " errors       timeout: 3",

@@ -275,3 +275,33 @@ def test_truncated_anywhere_never_raises_and_line_boundaries_read_as_the_lines_b
             assert r.allowed(path) in (True, False)
         if cut in ends:
             check_after_lines(r, ends.index(cut))
+
+
+# -- rules in a checkpoint ------------------------------------------------------------------------------
+
+DIRECTIVES = st.lists(
+    st.tuples(st.sampled_from(["User-agent", "Disallow", "Allow", "Crawl-delay", "Sitemap"]),
+              st.sampled_from(["*", "crawl", "other", "/", "/a", "/a/b", "/*.pdf$", "2", "http://x.test/s.xml", ""])),
+    max_size=12,
+).map(lambda lines: "\n".join(f"{k}: {v}" for k, v in lines).encode())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    body=st.one_of(DIRECTIVES, st.binary(max_size=300), st.just(GROUPS.encode()), st.just(BODY)),
+    status=st.one_of(st.none(), st.sampled_from([200, 301, 404, 429, 500])),
+    paths=st.lists(st.sampled_from(["/", "/a", "/a/b/c", "/x.pdf", "/private/1", "/merged", "/robots.txt"]), max_size=7),
+)
+def test_rules_read_back_from_a_checkpoint_decide_alike(body: bytes, status: int | None, paths: list[str]) -> None:
+    saved = RobotsRules.from_response(status, body, UA)
+    restored = RobotsRules.decode(saved.encode(), UA)
+    assert (restored.reason, restored.crawl_delay) == (saved.reason, saved.crawl_delay)
+    assert [restored.allowed(p) for p in paths] == [saved.allowed(p) for p in paths]
+    assert restored.sitemaps == saved.sitemaps
+
+
+def test_restored_rules_parse_only_when_first_consulted() -> None:
+    restored = RobotsRules.decode(rules(GROUPS).encode(), UA)
+    assert restored._parser is None  # resuming many hosts parses none of them up front
+    assert restored.allowed("/merged/x") is False and restored._parser is not None
+    assert len(rules(GROUPS * 50).encode()) < len(GROUPS * 50) / 10  # kept compressed

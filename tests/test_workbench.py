@@ -1,4 +1,5 @@
-"""Politeness invariants of the workbench under random operation sequences (hypothesis)."""
+"""Politeness invariants of the workbench under random operation sequences (hypothesis), hosts moving
+between IPs (an expired DNS answer re-resolved to another address) included."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ class WorkbenchMachine(RuleBasedStateMachine):
         self.hosts: list[VisitState] = []
         self.expected: dict[int, deque[bytes]] = {}
         self.acquired: list[VisitState] = []
+        self.resolving: list[VisitState] = []  # handed back by readdress, waiting for move
+        self.ip_next: dict[str, float] = {}  # each IP's next_fetch as last seen: it never goes back
         self.last_end_host: dict[int, float] = {}
         self.last_end_ip: dict[str, float] = {}
         self.counter = 0
@@ -68,6 +71,29 @@ class WorkbenchMachine(RuleBasedStateMachine):
         self.acquired.append(vs)
 
     @precondition(lambda self: self.acquired)
+    @rule(data=st.data())
+    def readdress(self, data: st.DataObject) -> None:
+        """The host's address expired: the token comes back unfetched, and nothing is charged."""
+        vs = data.draw(st.sampled_from(self.acquired))
+        self.acquired.remove(vs)
+        entry, host_next, ip_next = vs.entry, vs.next_fetch, vs.entry.next_fetch
+        self.wb.readdress(vs)
+        assert vs.phase is Phase.RESOLVING and not vs.in_entry and vs.entry is entry
+        assert (vs.next_fetch, entry.next_fetch) == (host_next, ip_next)
+        self.resolving.append(vs)
+
+    @precondition(lambda self: self.resolving)
+    @rule(data=st.data(), ip=st.integers(0, 5))
+    def move(self, data: st.DataObject, ip: int) -> None:
+        """The new answer arrives: maybe the same IP, maybe one with hosts of its own, maybe a new one."""
+        vs = data.draw(st.sampled_from(self.resolving))
+        self.resolving.remove(vs)
+        host_next = vs.next_fetch
+        self.wb.move(vs, f"10.0.0.{ip}")
+        assert vs.phase is Phase.READY and vs.ip == f"10.0.0.{ip}" and vs.entry.ip == vs.ip
+        assert vs.next_fetch == host_next, "the host's own delay is kept across the move"
+
+    @precondition(lambda self: self.acquired)
     @rule(data=st.data(), duration=st.floats(0, 2))
     def release(self, data: st.DataObject, duration: float) -> None:
         vs = data.draw(st.sampled_from(self.acquired))
@@ -91,8 +117,24 @@ class WorkbenchMachine(RuleBasedStateMachine):
         s = self.wb.statistics()
         assert s.urls == sum(len(q) for q in self.expected.values())
         assert s.acquired == len(self.acquired)
-        ips_with_work = {h.ip for h in self.hosts if h.has_work} | {h.ip for h in self.acquired}
+        ips_with_work = {h.ip for h in self.hosts if h.has_work and h.phase is Phase.READY} | {h.ip for h in self.acquired}
         assert s.entries_with_work == len(ips_with_work)
+        assert s.visit_states == len(self.hosts)
+
+    @invariant()
+    def every_host_is_on_the_entry_of_its_ip(self) -> None:
+        entries = self.wb.address_to_entry
+        for h in self.hosts:
+            assert h.entry is entries[h.ip]
+            assert h.in_entry == (h.phase is Phase.READY and h.has_work)
+        for ip, entry in entries.items():
+            assert entry.hosts == sum(1 for h in self.hosts if h.ip == ip)
+
+    @invariant()
+    def no_ip_forgets_its_last_fetch(self) -> None:
+        for ip, entry in self.wb.address_to_entry.items():
+            assert entry.next_fetch >= self.ip_next.get(ip, 0.0)
+            self.ip_next[ip] = entry.next_fetch
 
 
 TestWorkbench = WorkbenchMachine.TestCase

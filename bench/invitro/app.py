@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.invitro.dns import DnsServer, start_dns
+from bench.invitro.dns import DnsServer, DnsService, start_dns
 from bench.invitro.model import WebModel, WebParams, ip_addresses
 from bench.invitro.requestlog import RequestLog
 from bench.invitro.server import HttpService, ServerOptions, bind_listeners, serve_sockets
@@ -39,6 +39,11 @@ class InVitro:
     log_path: Path | None
     _servers: list[asyncio.AbstractServer] = field(default_factory=list, repr=False)
     _dns: DnsServer | None = field(default=None, repr=False)
+
+    @property
+    def dns(self) -> DnsService | None:
+        """The DNS server's answers (``move`` a host) and its query log; None without DNS."""
+        return self._dns.service if self._dns is not None else None
 
     def statistics(self) -> dict[str, Any]:
         """Requests, bytes, connections, statuses, CPU (and per request), DNS queries."""

@@ -10,6 +10,11 @@ Answers, all authoritative (AA set):
 - another type for a model host, or a query for the domain itself: NOERROR with no answer;
 - any other name: NXDOMAIN; another class: REFUSED; another opcode: NOTIMP; bad packet: FORMERR.
 
+A host can be moved while the server runs (``DnsService.move``: a test calls it on the
+server's loop), to another loopback address only, so a crawler's re-resolution of expired
+answers can be watched; with ``ttl`` 0 every answer expires at once. Each query is kept in a
+bounded log (``DnsService.log``: when it came, the name, the type, the address answered).
+
 The wire format (RFC 1035 §4) for one question and A answers is small enough to write by hand:
 a 12-byte header, the question copied back as received (so 0x20 case randomisation survives),
 and a compression pointer to it in each answer. EDNS OPT records in a query are ignored and none
@@ -20,8 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import ipaddress
 import socket
 import struct
+import time
+from collections import deque
 from dataclasses import dataclass
 from typing import cast
 
@@ -29,6 +37,7 @@ from bench.invitro.model import WebModel
 
 A, ANY, CLASS_IN = 1, 255, 1
 NOERROR, FORMERR, NXDOMAIN, NOTIMP, REFUSED = 0, 1, 3, 4, 5
+LOOPBACK = ipaddress.IPv4Network("127.0.0.0/8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,14 +48,41 @@ class DnsStatistics:
     other: int  # NODATA, errors
 
 
+@dataclass(frozen=True, slots=True)
+class DnsQuery:
+    """One query as the server saw it."""
+
+    at: float  # monotonic time of arrival (the request log's clock)
+    name: str  # lower case, without the final dot
+    qtype: int
+    address: str | None  # the A record sent, None when there was none
+
+
 class DnsService:
     """Builds answers from the model and counts them; the protocols below only move bytes."""
 
-    def __init__(self, model: WebModel, ttl: int = 300) -> None:
+    def __init__(self, model: WebModel, ttl: int = 300, log_size: int = 100_000) -> None:
         self.model = model
         self.ttl = ttl
         self.domain = model.params.domain.lower().rstrip(".")
         self.queries = self.answers = self.nxdomain = 0
+        self.moved: dict[str, str] = {}  # host -> the address answered instead of the model's
+        self.log: deque[DnsQuery] = deque(maxlen=log_size)  # the latest queries, oldest first
+
+    def move(self, host: str, ip: str | None) -> None:
+        """Answer ``ip`` for the model host ``host`` from now on (None: its model IP again).
+
+        Loopback addresses only, so that no crawler is ever sent off the machine.
+        """
+        name = host.lower().rstrip(".")
+        if self.model.host_index(name) is None:
+            raise ValueError(f"{host} is not a host of the in-vitro web")
+        if ip is None:
+            self.moved.pop(name, None)
+        elif ipaddress.IPv4Address(ip) not in LOOPBACK:
+            raise ValueError(f"{ip} is not a loopback address (127.0.0.0/8)")
+        else:
+            self.moved[name] = ip
 
     def statistics(self) -> DnsStatistics:
         other = self.queries - self.answers - self.nxdomain
@@ -71,14 +107,14 @@ class DnsService:
         question = query[12:end]
         if qclass != CLASS_IN:
             return self._reply(ident, reply_flags | REFUSED, question)
-        if self.model.host_index(name) is not None:
-            if qtype in (A, ANY):
-                self.answers += 1
-                ip = socket.inet_aton(self.model.ip_of(name))
-                record = struct.pack("!HHHIH", 0xC00C, A, CLASS_IN, self.ttl, 4) + ip
-                return self._reply(ident, reply_flags | NOERROR, question, record)
-            return self._reply(ident, reply_flags | NOERROR, question)
-        if name == self.domain:
+        known = self.model.host_index(name) is not None
+        address = (self.moved.get(name) or self.model.ip_of(name)) if known and qtype in (A, ANY) else None
+        self.log.append(DnsQuery(time.monotonic(), name, qtype, address))
+        if address is not None:
+            self.answers += 1
+            record = struct.pack("!HHHIH", 0xC00C, A, CLASS_IN, self.ttl, 4) + socket.inet_aton(address)
+            return self._reply(ident, reply_flags | NOERROR, question, record)
+        if known or name == self.domain:
             return self._reply(ident, reply_flags | NOERROR, question)
         self.nxdomain += 1
         return self._reply(ident, reply_flags | NXDOMAIN, question)

@@ -24,6 +24,10 @@ A host ``h00017.web.test`` with ``n`` pages (log-normal, mean ``mean_pages``):
   stylesheet ``/static/site.css`` and ``/robots.txt``; ``?utm_source=feed|newsletter|social``
   on any page is a distinct URL with the same content (an exact duplicate).
 
+Off by default (the default web stays byte for byte what benchmarks measured): copies and
+near-duplicates (``duplicate_share``), hostile resources (``hostile_share``, ``hostile.py``) and
+crawler traps (``trap_share``, ``traps.py``), each linked from the pages of the hosts chosen.
+
 Invariant: every URL a page links to is answered by :meth:`WebModel.respond`, with 200 or, by
 design, with a 404 (``/missing/…`` links and ``frac_404`` pages), a 5xx or a redirect.
 """
@@ -44,7 +48,7 @@ from urllib.parse import urlsplit
 
 import xxhash
 
-from bench.invitro import hostile, html
+from bench.invitro import hostile, html, traps
 from bench.invitro.page import STYLESHEET, UTM_SOURCES, HostTable, Page, write_page
 
 _NORMAL = NormalDist()
@@ -125,6 +129,9 @@ class WebParams:
     """decoded size of each decompression bomb"""
     big_bytes: int = 1 << 23
     """size of the oversized page ``/hostile/big.html``"""
+    trap_share: float = 0.0
+    """share of hosts whose home page links the crawler traps of ``bench/invitro/traps.py`` (calendars,
+    repeating and deepening paths, long URLs)"""
 
     def __post_init__(self) -> None:
         if self.hosts < 1 or self.hosts_per_ip < 1 or self.branching < 1 or self.mean_pages < 1:
@@ -210,12 +217,20 @@ def _lognormal(mean: float, sigma: float, unit: float) -> float:
 
 
 def copy_of(target: str) -> tuple[str, str, int]:
-    """(target without it, kind, k) for a trailing ``mirror=k`` or ``edition=k`` argument, else (target, "", 0)."""
-    at = target.rfind("=")
-    for kind in ("mirror", "edition"):
-        start = at - len(kind)
-        if start > 0 and target[start - 1] in "?&" and target[start:at] == kind and target[at + 1 :].isdigit():
-            return target[: start - 1], kind, int(target[at + 1 :])
+    """(target without it, kind, k) for the last ``mirror=k`` or ``edition=k`` argument, else (target, "", 0).
+
+    The argument may stand anywhere in the query, as servers read arguments in any order (the
+    crawler sorts them: ``/list?page=3&mirror=1`` is fetched as ``/list?mirror=1&page=3``).
+    """
+    path, mark, query = target.partition("?")
+    if "mirror=" not in query and "edition=" not in query:
+        return target, "", 0
+    arguments = query.split("&")
+    for n in reversed(range(len(arguments))):
+        kind, _, k = arguments[n].partition("=")
+        if kind in ("mirror", "edition") and k.isdigit():
+            rest = "&".join(arguments[:n] + arguments[n + 1 :])
+            return path + (mark + rest if rest else ""), kind, int(k)
     return target, "", 0
 
 
@@ -423,6 +438,16 @@ class WebModel:
             if answer is not None:
                 links = [info.origin + "/"] if target.endswith("broken.html") else []
                 return Response(200, "OK", answer[0], answer[1], links=links, nofollow=[False] * len(links), tags=["a"] * len(links))
+        if target.startswith(traps.PREFIXES) and self.is_trapped(info):
+            trap = traps.respond(target, info.origin, self._hash(f"{info.name}|trap|{target}"))
+            if trap is not None:
+                headers = [("Content-Type", "text/html; charset=utf-8")]
+                if trap.status == 302:
+                    headers.append(("Location", trap.links[0]))
+                tags = ["location" if trap.status == 302 else "a"] * len(trap.links)
+                reason = "Found" if trap.status == 302 else "OK"
+                nofollow = [False] * len(tags)
+                return Response(trap.status, reason, headers, trap.body, 0.0, trap.links, nofollow, tags, True)
         delay = self.params.slow_seconds if self._unit(f"{host}|slow|{target}") < self.params.frac_slow else 0.0
         base, copy, number = copy_of(target)
         base = strip_utm(base)
@@ -492,7 +517,7 @@ class WebModel:
         rng = random.Random(self._hash(f"{info.name}|page|{i}"))
         size = int(_lognormal(self.params.page_bytes, 0.3, rng.random() or 0.5))
         page = write_page(self, info, i, rng, size)
-        if self.is_duplicated(info, i) or (i == 0 and self.is_hostile(info)):
+        if self.is_duplicated(info, i) or (i == 0 and (self.is_hostile(info) or self.is_trapped(info))):
             page = self._with_extra_links(info, i, page)
         headers = [
             ("Content-Type", "text/html; charset=utf-8"),
@@ -511,8 +536,13 @@ class WebModel:
         share = self.params.hostile_share
         return share > 0 and self._unit(f"{info.name}|hostile") < share
 
+    def is_trapped(self, info: HostInfo) -> bool:
+        """The host serves and links the crawler traps (``trap_share``)."""
+        share = self.params.trap_share
+        return share > 0 and self._unit(f"{info.name}|trap") < share
+
     def _with_extra_links(self, info: HostInfo, i: int, page: Page) -> Page:
-        """The page with its copies (and, on a hostile home page, the hostile resources) linked from its nav.
+        """The page with its copies linked from its nav, and on a home page the hostile resources or trap entrances.
 
         An edition marker goes with the copies, so editions differ from the page in one number only.
         """
@@ -525,6 +555,8 @@ class WebModel:
             body = body.replace(b'<main id="main">\n', b'<main id="main">\n<p class="edition">Edition 0</p>\n', 1)
         if i == 0 and self.is_hostile(info):
             targets += hostile.TARGETS
+        if i == 0 and self.is_trapped(info):
+            targets += traps.entrances(info.origin)
         items = b"".join(b'<li><a href="%s">%s</a></li>\n' % (html.escape(t), html.escape(t)) for t in targets)
         body = body.replace(b'<nav aria-label="site">\n<ul>\n', b'<nav aria-label="site">\n<ul>\n' + items, 1)
         urls = [info.origin + t for t in targets]
