@@ -706,7 +706,7 @@ class Agent:
     # -- todo ----------------------------------------------------------------------------------
 
     async def todo_loop(self) -> None:
-        frontier, todo = self.frontier, self.todo
+        frontier = self.frontier
         busy: list[VisitState] = []  # hosts whose IP another agent is fetching from
         while not self.stopping:
             now = time.monotonic()
