@@ -15,8 +15,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e .
 	touch $@
 
-# The tests' and the benchmarks' extras (pytest, hypothesis; matplotlib, pyinstrument, Scrapy): the tests run a
-# smoke version of every benchmark.
+# The tests' and the benchmarks' extras (pytest, hypothesis, mypy; matplotlib, pyinstrument, Scrapy): the tests run
+# a smoke version of every benchmark.
 $(BENCH_DEPS): $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install -q -e '.[test,bench]'
 	touch $@
@@ -27,7 +27,9 @@ CRAWL_ARGS ?= --out out/demo-$(shell date +%Y%m%d-%H%M%S)
 crawl: setup
 	$(VENV)/bin/crawl run $(CRAWL_ARGS)
 
+# mypy first ([tool.mypy] in pyproject.toml: the crawler's packages under --strict), then the tests.
 test: setup $(BENCH_DEPS)
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q
 
 bench: bench-fetchers bench-politeness bench-raw bench-overhead bench-scrapy

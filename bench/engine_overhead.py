@@ -53,9 +53,7 @@ def crawl_in_memory(args: argparse.Namespace, profiler: Any = None) -> tuple[dic
         fetcher = MemoryFetcher(model, config.engine.user_agent)
 
         async def crawl() -> dict[str, Any]:
-            agent = Agent(config, model.seeds(args.hosts))
-            agent.fetcher = fetcher  # type: ignore[assignment]
-            agent.resolver = InstantResolver(model)  # type: ignore[assignment]
+            agent = Agent(config, model.seeds(args.hosts), fetcher=fetcher, resolver=InstantResolver(model))
             return await agent.run()
 
         if profiler is not None:

@@ -1,4 +1,4 @@
-"""Fetch cost: aiohttp's ``Fetcher`` against ``LeanFetcher`` on the in-vitro web, in one run.
+"""Fetch cost: ``AiohttpFetcher`` against ``Http1Fetcher`` on the in-vitro web, in one run.
 
 Role: the evidence for ``engine/http1.py`` (the crawler's budget is about 250 µs of client
 CPU per fetch). Starts ``python -m bench.invitro --hosts H --seeds H`` as a child process, then
@@ -24,28 +24,20 @@ import signal
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 import uvloop
 
 from bench.invitro.model import WebModel, WebParams
 from bench.invitro.process import cpu_of, spawn
+from engine.clients import make_fetcher
 from engine.errors import RemoteError
-from engine.fetch import Fetcher, FetchResult
-from engine.http1 import LeanFetcher
+from engine.fetch import ClientSettings
 
 USER_AGENT = "fetch-bench/1.0"
-
-
-class AnyFetcher(Protocol):
-    async def fetch(self, url: str, ip: str | None) -> FetchResult: ...
-    async def close(self) -> None: ...
-
-
-CLIENTS: dict[str, Callable[..., AnyFetcher]] = {"aiohttp": Fetcher, "lean": LeanFetcher}
+CLIENTS = ("aiohttp", "lean")  # the values of network.client, in the order of even rounds
 
 
 def cpu_seconds() -> float:
@@ -62,7 +54,7 @@ async def one_run(
     keepalive: bool,
     server_pid: int,
 ) -> dict[str, Any]:
-    fetcher = CLIENTS[client](user_agent=USER_AGENT, proxy=proxy, keepalive=keepalive)
+    fetcher = make_fetcher(ClientSettings(user_agent=USER_AGENT, proxy=proxy, keepalive=keepalive), client)
     latencies: list[float] = []
     errors: dict[str, int] = {}
     next_target = 0

@@ -2,9 +2,9 @@
 
 Role: lets ``bench/engine_overhead.py`` run the real agent (frontier, politeness bookkeeping,
 robots.txt, gzip decoding, link extraction, canonicalization, sieve, WARC) with the network
-replaced, to show what the engine itself costs per page. :class:`MemoryFetcher` has the
-interface of ``engine/http1.py: LeanFetcher`` (``async fetch(url, ip) -> FetchResult``,
-``async close()``, ``proxy``) and :class:`InstantResolver` that of the agent's resolver
+replaced, to show what the engine itself costs per page. :class:`MemoryFetcher` is an
+:class:`engine.fetch.Fetcher` (``settings``, ``async fetch(url, ip) -> FetchResult``,
+``async close()``) and :class:`InstantResolver` has the interface of the agent's resolver
 (``async resolve(host, now) -> Answer``, ``async aclose()``).
 
 Responses are :meth:`bench.invitro.model.WebModel.respond`'s, with the heads and the gzip
@@ -23,7 +23,7 @@ from isal import isal_zlib
 
 from bench.invitro.model import WebModel
 from engine.dns import Answer, DnsFailed
-from engine.fetch import ACCEPT, FetchResult
+from engine.fetch import ACCEPT, ClientSettings, FetchResult
 from frontier.urls import host_of, split
 
 _GZIP_WBITS = 31  # the gzip container, as the in-vitro server sends it
@@ -32,10 +32,9 @@ _GZIP_WBITS = 31  # the gzip container, as the in-vitro server sends it
 class MemoryFetcher:
     """Answers every request at once from the model; one yield to the loop per fetch, as a socket read gives."""
 
-    proxy = None  # no proxy: the agent pins requests to the IP the resolver gave
-
     def __init__(self, model: WebModel, user_agent: str) -> None:
         self.model = model
+        self.settings = ClientSettings(user_agent)  # no proxy: the agent pins requests to the IP the resolver gave
         self._head_tail = (f"\r\nUser-Agent: {user_agent}\r\nAccept: {ACCEPT}\r\n"
                            "Accept-Encoding: gzip, deflate\r\nConnection: close\r\n\r\n").encode()
         self.requests = 0

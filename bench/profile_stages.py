@@ -20,7 +20,7 @@ STAGES = (  # (path prefix under the repository, stage): the first that matches 
     ("engine/content.py", "gzip decoding"),
     ("engine/robots.py", "robots.txt rules"),
     ("frontier/urls.py", "canonicalize"),
-    ("frontier/sieve.py", "sieve and URL cache"),
+    ("frontier/sieve", "sieve and URL cache"),
     ("frontier/url_cache.py", "sieve and URL cache"),
     ("frontier/", "frontier: workbench, distributor, virtualizer"),
     ("store/", "store: WARC records"),

@@ -1,30 +1,28 @@
 """The ``crawl`` command: ``crawl run`` crawls, ``crawl invitro`` serves the in-vitro web.
 
-With no seeds, ``crawl run`` starts the in-vitro web (``python -m bench.invitro``) in a
-child process, points DNS at its loopback DNS server, allows 127.0.0.0/8 (saying so), and
-crawls it for a short while. Configuration errors print one line naming the key and exit 2.
+The composition root: it reads the command line and crawl.toml into a
+:class:`~engine.config.Config` and hands it to the supervisor (``engine/supervisor.py``).
+With no seeds, ``crawl run`` is the demo crawl of the in-vitro web, which
+``engine/demo.py`` sets up (the one other module that may import ``bench``).
+Configuration errors print one line naming the key and exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
+from typing import NoReturn
 
 import orjson
 
 from engine import config as configuration
 from engine.config import Config, ConfigError
 
-DEMO_SECONDS = 30.0
-DEMO_HOSTS = 400
-
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"crawl: error: {message}\n")
         raise SystemExit(2)
 
@@ -42,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-seconds", type=float, help="stop after S seconds (engine.max_seconds)")
     run.add_argument("--control", metavar="HOST:PORT", help="serve the control API there (control.listen)")
     run.add_argument("--processes", type=int, help="agent processes (engine.processes; 0 = one per core)")
+    run.add_argument("--policy", metavar="NAME", help="crawl policy (policy.name)")
+    run.add_argument("--model", metavar="PATH", help="the policy's model file (policy.model)")
     run.add_argument("--resume", action="store_true",
                      help="continue the crawl in the output folder (after a stop, a crash or a reboot); "
                           "starts a new one if the folder holds none")
@@ -59,8 +59,9 @@ def read_seeds(path: Path) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
-def make_config(args: argparse.Namespace) -> Config:
-    overrides = list(args.set)
+def overrides(args: argparse.Namespace) -> list[str]:
+    """The ``section.key=value`` assignments of ``crawl run``'s flags, then its ``--set``s (which win)."""
+    assignments = list(args.set)
     flags = {
         "store.dir": args.out,
         "network.proxy": args.proxy,
@@ -68,25 +69,19 @@ def make_config(args: argparse.Namespace) -> Config:
         "engine.max_seconds": args.max_seconds,
         "engine.processes": args.processes,
         "control.listen": args.control,
+        "policy.name": args.policy,
+        "policy.model": args.model,
     }
     for key, value in flags.items():
         if value is not None:
-            overrides.insert(0, f"{key}={orjson.dumps(value).decode()}")
+            assignments.insert(0, f"{key}={orjson.dumps(value).decode()}")
     if args.dns is not None:
-        overrides.insert(0, f"dns.servers={orjson.dumps([args.dns]).decode()}")
-    return configuration.load(args.config, overrides)
+        assignments.insert(0, f"dns.servers={orjson.dumps([args.dns]).decode()}")
+    return assignments
 
 
-def start_invitro(out: Path) -> tuple[subprocess.Popen[bytes], dict]:
-    """Start the in-vitro web in a child process (the demo crawl's target)."""
-    from bench.invitro.process import spawn
-
-    folder = out / "invitro"
-    try:
-        return spawn(folder, ["--hosts", str(DEMO_HOSTS), "--seeds", str(DEMO_HOSTS),
-                              "--log", str(folder / "requests.jsonl")])
-    except RuntimeError as e:
-        raise SystemExit(f"crawl: error: {e}") from None
+def make_config(args: argparse.Namespace) -> Config:
+    return configuration.load(args.config, overrides(args))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,40 +98,25 @@ def run(args: argparse.Namespace) -> int:
     except CrawlFolderError as e:
         sys.stderr.write(f"crawl: error: {e}\n")
         return 2
-    child = None
-    if not seeds:
-        child, web = start_invitro(config.out_dir)
-        seeds = web["seeds"]
-        config.dns.servers = [web["dns"]]
-        config.network.allow_networks = [*config.network.allow_networks, "127.0.0.0/8"]
-        if not config.engine.max_seconds and not config.engine.max_pages:
-            config.engine.max_seconds = DEMO_SECONDS
-        print(
-            f"no seeds given: crawling the in-vitro web ({web['hosts']} hosts on {len(web['ips'])} loopback IPs, "
-            f"DNS {web['dns']}) for {config.engine.max_seconds or '-'} s; network.allow_networks += 127.0.0.0/8",
-            file=sys.stderr,
-        )
-    from engine.progress import summary_text
+    with ExitStack() as demo_web:
+        if not seeds:
+            from engine.demo import in_vitro_web  # here: other commands never load the in-vitro web
 
-    try:
+            seeds = demo_web.enter_context(in_vitro_web(config))
+        from engine.progress import summary_text
+
         summary, status = supervise(config, seeds, agents, resuming=resuming)
         print(summary_text(summary), file=sys.stderr)
         print(f"output: {config.out_dir}/warc (WARC files), {config.out_dir}/stats.json", file=sys.stderr)
-    finally:
-        if child is not None:
-            child.send_signal(signal.SIGTERM)
-            child.wait(timeout=30)
     return status  # 0, 1 (an agent kept failing) or 3 (the store is full: engine/supervisor.py)
-
-
-def invitro(argv: list[str]) -> int:
-    os.execv(sys.executable, [sys.executable, "-m", "bench.invitro", *argv])
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["invitro"]:
-        return invitro(argv[1:])
+        from engine.demo import serve
+
+        serve(argv[1:])
     if argv[:1] == ["warc"]:
         from engine.warc_cli import main as warc_main
         return warc_main(argv[1:])

@@ -7,6 +7,10 @@ types and bad values raise :class:`ConfigError` naming the dotted key, which the
 prints as one line before exiting with status 2.
 
 Sizes (``*_bytes``) accept an integer or a string with a unit: ``"64MiB"``, ``"2GB"``.
+
+``[policy]`` is the one open table: besides ``name`` and ``model``, its keys are the chosen
+crawl policy's own (``frontier/policy.py``), kept in ``policy.options`` and checked against
+that policy's declared options by :func:`validate`, with errors that name ``policy.KEY``.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ import dataclasses
 import ipaddress
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.parse import PAGE_RELS
+from engine.parse import PAGE_RELS, LinkRules
 from frontier.filters import PhaseFilterError, PhaseFilters
+from frontier.policy import PolicyError, check as check_policy
 from frontier.shapes import MAX_LIMIT as MAX_SHAPE_LIMIT
 
 
@@ -37,8 +43,8 @@ class ConfigError(ValueError):
 
 
 def _doc(default: Any, doc: str) -> Any:
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata={"doc": doc})
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata={"doc": doc})
     return field(default=default, metadata={"doc": doc})
 
 
@@ -49,7 +55,6 @@ class EngineConfig:
     max_seconds: float = _doc(0.0, "stop after this many seconds; 0 = no limit")
     seeds: list[str] = _doc([], "seed URLs (added to those of --seeds FILE)")
     user_agent: str = _doc("crawl/0.1 (BUbiNG-style research crawler)", "User-Agent header and robots.txt agent")
-    policy: str = _doc("breadth-first", "crawl policy (frontier/policy.py): breadth-first")
     progress: str = _doc("auto", "progress display: auto (live on a terminal, periodic log lines otherwise), live, log, off")
     processes: int = _doc(0, "agent processes, each with its own event loop, frontier and WARC files; 0 = one per core")
     checkpoint_interval: float = _doc(60.0, "seconds between checkpoints of each agent's frontier (also taken on stop)")
@@ -145,6 +150,13 @@ class FiltersConfig:
 
 
 @dataclass
+class PolicyConfig:
+    name: str = _doc("breadth-first", "crawl policy: breadth-first, shallow-first, or any module of frontier/policies/ or crawl.policies entry point")
+    model: str = _doc("", "the policy's model, a file or folder its learner wrote; empty = none")
+    options: dict[str, Any] = _doc({}, "the policy's own keys, written beside name and model in [policy] (see its module)")
+
+
+@dataclass
 class ControlConfig:
     listen: str = _doc("", "HOST:PORT of the control API (GET /status, /metrics; POST /pause ...); empty = off")
     token: str = _doc("", "bearer token the control API requires; empty = take CRAWL_CONTROL_TOKEN from the environment")
@@ -163,6 +175,7 @@ class Config:
     frontier: FrontierConfig = field(default_factory=FrontierConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     filters: FiltersConfig = field(default_factory=FiltersConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
     control: ControlConfig = field(default_factory=ControlConfig)
 
     @property
@@ -209,6 +222,10 @@ def _section_types(section: Any) -> dict[str, str]:
     return {f.name: f.type if isinstance(f.type, str) else f.type.__name__ for f in dataclasses.fields(section)}
 
 
+# keys an earlier version had, and where they went: named in the error, not merely "unknown"
+MOVED = {"engine.policy": "policy.name (the [policy] table)"}
+
+
 def apply(config: Config, table: dict[str, Any], source: str) -> None:
     """Merge a parsed TOML document into ``config``; unknown tables and keys are errors."""
     sections = {f.name for f in dataclasses.fields(config)}
@@ -221,6 +238,11 @@ def apply(config: Config, table: dict[str, Any], source: str) -> None:
         types = _section_types(section)
         for key, value in values.items():
             dotted = f"{name}.{key}"
+            if isinstance(section, PolicyConfig) and key not in ("name", "model"):
+                section.options[key] = value  # the policy's own key: validate() checks it against the policy
+                continue
+            if dotted in MOVED:
+                raise ConfigError(dotted, f"in {source}: this key is now {MOVED[dotted]}")
             if key not in types:
                 raise ConfigError(dotted, f"unknown key in {source} (known: {', '.join(sorted(types))})")
             setattr(section, key, _coerce(dotted, types[key], value))
@@ -323,9 +345,13 @@ def validate(config: Config) -> None:
         PhaseFilters.from_config(config.filters)
     except PhaseFilterError as e:
         raise ConfigError(f"filters.{e.phase}", str(e)) from None
+    try:  # the policy's model is not read here: only building the policy does
+        check_policy(config.policy.name, config.policy.options)
+    except PolicyError as e:
+        raise ConfigError(f"policy.{e.key}", e.problem) from None
 
 
-def load(path: Path | None, overrides: list[str] = ()) -> Config:  # type: ignore[assignment]
+def load(path: Path | None, overrides: Sequence[str] = ()) -> Config:
     """Defaults, then the file (if any), then ``--set`` overrides, then range checks."""
     config = Config()
     if path is not None:
@@ -342,9 +368,24 @@ def load(path: Path | None, overrides: list[str] = ()) -> Config:  # type: ignor
     return config
 
 
+def link_rules(config: Config) -> LinkRules:
+    """``[scope]``'s and ``[urls]``'s say on which links of a page are followed and how they are written."""
+    rels = config.scope.link_rels
+    return LinkRules(
+        follow_nofollow=config.scope.follow_nofollow,
+        link_rels=None if "*" in rels else frozenset(rel.lower() for rel in rels),
+        sort_query=config.urls.sort_query,
+    )
+
+
 def describe(config: Config) -> dict[str, dict[str, Any]]:
-    """The configuration as plain tables (for stats.json and the WARC warcinfo digest)."""
-    return dataclasses.asdict(config)
+    """The configuration as plain tables, as crawl.toml writes them (for stats.json, the WARC
+    warcinfo digest and the manifest an agent :func:`apply`-s): the policy's options sit beside
+    ``policy.name`` and ``policy.model``."""
+    tables = dataclasses.asdict(config)
+    policy = tables["policy"]
+    policy.update(policy.pop("options"))
+    return tables
 
 
 __all__ = ["Config", "ConfigError", "load", "set_value", "describe", "parse_size"]

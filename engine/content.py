@@ -14,7 +14,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-import brotli  # type: ignore[import-untyped]
+import brotli
 
 _GZIP_OR_ZLIB = 47  # wbits: a gzip or zlib header, detected
 _RAW_DEFLATE = -15

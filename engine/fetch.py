@@ -1,14 +1,17 @@
-"""Fetching one URL over HTTP with aiohttp: the engine's network seam.
+"""The fetch seam (step 6 of ARCHITECTURE.md): what a client is given, what it must do, what it returns.
 
-``Fetcher.fetch(url, ip)`` performs exactly one request (redirects are *not* followed: the
-engine records them and enqueues their targets) and returns a :class:`FetchResult` holding
-what the WARC needs: the request head as sent, the response head as received (less
-``Transfer-Encoding``, since the body is stored de-chunked) and the body as transferred
-(content-encoding kept, truncated at ``max_body_bytes``).
+Holds no I/O: the clients are ``engine/http1.py: Http1Fetcher`` (the default) and
+``engine/aiohttp_fetcher.py: AiohttpFetcher``; ``engine/clients.py: make_fetcher`` picks one by
+``network.client``. Both are built from one :class:`ClientSettings` and satisfy :class:`Fetcher`.
 
-Connections go to the IP the workbench recorded for the host (T28): a ``PinnedResolver``
-answers aiohttp's lookup from a context variable set for the request, so aiohttp never
-does DNS of its own. Behind a proxy, aiohttp connects to the proxy only.
+The contract, the same for every client: ``fetch(url, ip)`` performs exactly one GET
+(redirects are *not* followed: the engine records them and enqueues their targets) over a
+connection to ``ip``, the address the workbench recorded for the host (or to the proxy, if
+one is set), and returns a :class:`FetchResult` holding what the WARC needs: the request head
+as sent, the response head as received (less ``Transfer-Encoding``, since the body is stored
+de-chunked) and the body as transferred (content-encoding kept, cut at ``max_body_bytes``).
+It raises only the remote errors of ``engine/errors.py``: ``ConnectFailed``, ``ReadTimeout``,
+``BadResponse``.
 
 TLS certificates are not verified, as in Heritrix and BUbiNG: an archival crawler records
 what a server serves, and a bad certificate is not a reason to lose the page.
@@ -16,19 +19,11 @@ what a server serves, and a bad certificate is not a reason to lose the page.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import ipaddress
-import socket
-import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
-import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-
-from engine.errors import BadResponse, ConnectFailed, ReadTimeout
-
-_pinned_ip: contextvars.ContextVar[str | None] = contextvars.ContextVar("pinned_ip", default=None)
+if TYPE_CHECKING:
+    from engine.config import NetworkConfig
 
 ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.95,text/*;q=0.9,*/*;q=0.8"
 
@@ -48,132 +43,47 @@ class FetchResult:
     fetched_at: float  # epoch seconds, for WARC-Date
 
 
-class PinnedResolver(AbstractResolver):
-    """Resolves only IP literals and the address pinned for the current request."""
+@dataclass(frozen=True, slots=True)
+class ClientSettings:
+    """What an HTTP client is built from; the keys of ``[network]`` that concern it, and the User-Agent."""
 
-    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list[ResolveResult]:
-        try:
-            address = ipaddress.ip_address(host.strip("[]"))
-        except ValueError:
-            pinned = _pinned_ip.get()
-            if pinned is None:
-                raise OSError(f"no address pinned for {host}") from None
-            address = ipaddress.ip_address(pinned)
-        fam = socket.AF_INET6 if address.version == 6 else socket.AF_INET
-        return [{"hostname": host, "host": str(address), "port": port, "family": fam, "proto": 0, "flags": 0}]
+    user_agent: str
+    proxy: str = ""
+    """``http://HOST:PORT`` of an HTTP proxy for every request; empty = connect to the pinned IP"""
+    keepalive: bool = False
+    """reuse connections; off, every request says ``Connection: close``"""
+    connect_timeout: float = 10.0
+    """seconds to establish a connection"""
+    first_byte_timeout: float = 30.0
+    """seconds of silence allowed before the response starts"""
+    total_timeout: float = 60.0
+    """seconds for the whole exchange"""
+    max_body_bytes: int = 2 << 20
+    """bodies are cut beyond this many bytes (``FetchResult.truncated == "length"``)"""
 
-    async def close(self) -> None:
-        return None
-
-
-class Fetcher:
-    """One aiohttp session shared by every fetch coroutine of a process."""
-
-    def __init__(
-        self,
-        *,
-        user_agent: str,
-        proxy: str = "",
-        keepalive: bool = False,
-        connect_timeout: float = 10.0,
-        first_byte_timeout: float = 30.0,
-        total_timeout: float = 60.0,
-        max_body_bytes: int = 2 << 20,
-    ) -> None:
-        self.proxy = proxy or None
-        self.max_body_bytes = max_body_bytes
-        self.headers = {
-            "User-Agent": user_agent,
-            "Accept": ACCEPT,
-            "Accept-Encoding": "gzip, deflate",
-        }
-        if not keepalive:
-            self.headers["Connection"] = "close"
-        self.timeout = aiohttp.ClientTimeout(
-            total=total_timeout, sock_connect=connect_timeout, sock_read=first_byte_timeout
+    @classmethod
+    def from_config(cls, network: NetworkConfig, user_agent: str) -> ClientSettings:
+        return cls(
+            user_agent=user_agent,
+            proxy=network.proxy,
+            keepalive=network.keepalive,
+            connect_timeout=network.connect_timeout,
+            first_byte_timeout=network.first_byte_timeout,
+            total_timeout=network.total_timeout,
+            max_body_bytes=network.max_body_bytes,
         )
-        self._keepalive = keepalive
-        self._session: aiohttp.ClientSession | None = None
 
-    def _open(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(
-            resolver=PinnedResolver(),
-            use_dns_cache=False,
-            limit=0,
-            force_close=not self._keepalive,
-            ssl=False,
-        )
-        return aiohttp.ClientSession(
-            connector=connector,
-            auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(),
-            timeout=self.timeout,
-            skip_auto_headers=("Content-Type",),
-        )
+
+class Fetcher(Protocol):
+    """An HTTP client: one per process, shared by every fetch coroutine (see the module docstring)."""
+
+    @property
+    def settings(self) -> ClientSettings: ...
 
     async def fetch(self, url: str, ip: str | None) -> FetchResult:
-        if self._session is None:
-            self._session = self._open()
-        _pinned_ip.set(ip)
-        started = time.monotonic()
-        fetched_at = time.time()
-        try:
-            async with self._session.get(
-                url, headers=self.headers, allow_redirects=False, proxy=self.proxy
-            ) as resp:
-                body, truncated = await self._read_body(resp)
-                ended = time.monotonic()
-                return FetchResult(
-                    url=url,
-                    ip=ip,
-                    status=resp.status,
-                    headers={k.lower(): v for k, v in resp.headers.items()},
-                    request_head=_request_head(resp, url, self.proxy is not None),
-                    response_head=_response_head(resp),
-                    body=body,
-                    truncated=truncated,
-                    started=started,
-                    ended=ended,
-                    fetched_at=fetched_at,
-                )
-        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError, ConnectionRefusedError) as e:
-            raise ConnectFailed(f"{url}: {e}") from None
-        except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as e:
-            raise ReadTimeout(f"{url}: timed out ({type(e).__name__})") from None
-        except (aiohttp.ClientError, OSError, ValueError) as e:
-            raise BadResponse(f"{url}: {type(e).__name__}: {e}") from None
-
-    async def _read_body(self, resp: aiohttp.ClientResponse) -> tuple[bytes, str | None]:
-        limit = self.max_body_bytes
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in resp.content.iter_chunked(1 << 16):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                resp.close()  # stop reading; the connection cannot be reused
-                return b"".join(chunks)[:limit], "length"
-        return b"".join(chunks), None
+        """One GET of ``url`` over a connection to ``ip``; raises ConnectFailed, ReadTimeout or BadResponse."""
+        ...
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-
-def _request_head(resp: aiohttp.ClientResponse, url: str, proxied: bool) -> bytes:
-    info = resp.request_info
-    target = url if proxied else (info.url.raw_path_qs or "/")
-    lines = [f"{info.method} {target} HTTP/1.1"]
-    lines.extend(f"{k}: {v}" for k, v in info.headers.items())
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
-
-
-def _response_head(resp: aiohttp.ClientResponse) -> bytes:
-    version = resp.version or aiohttp.HttpVersion11
-    status_line = f"HTTP/{version.major}.{version.minor} {resp.status} {resp.reason or ''}".rstrip()
-    parts = [status_line.encode("latin-1", "replace")]
-    for name, value in resp.raw_headers:
-        if name.lower() != b"transfer-encoding":
-            parts.append(name + b": " + value)
-    return b"\r\n".join(parts) + b"\r\n\r\n"
+        """Close every connection this client holds (the agent calls it when it stops)."""
+        ...

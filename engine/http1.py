@@ -1,15 +1,16 @@
 """A lean HTTP/1.1 client for the fetch seam: ``asyncio.Protocol`` plus llhttp (``httptools``).
 
-Role: a drop-in replacement for :class:`engine.fetch.Fetcher` (same constructor keywords, same
-``fetch(url, ip) -> FetchResult``, same errors) at about a third of aiohttp's CPU per request
+Role: the default :class:`engine.fetch.Fetcher` (``network.client = "lean"``): built from the
+same :class:`~engine.fetch.ClientSettings` as ``engine/aiohttp_fetcher.py: AiohttpFetcher``, with
+the same results and errors, at about a third of aiohttp's CPU per request
 (``bench/fetch_bench.py``). It serves the fetch step of ARCHITECTURE.md; the policy around it
-(redirects, robots) is unchanged, since it sees the same :class:`FetchResult`.
+(redirects, robots) is the same for both clients, since it sees the same :class:`FetchResult`.
 
 One request, step by step:
 
 1. ``fetch`` splits the URL with string methods (no yarl) and builds the request head with one
    ``bytes`` join: origin form to ``ip`` (the address the workbench pinned), or absolute form to
-   the proxy. ``https`` URLs go to an internal aiohttp ``Fetcher``, created on first use.
+   the proxy. ``https`` URLs go to an internal ``AiohttpFetcher``, created on first use.
 2. It takes an idle connection for (ip, port) (or the proxy) when keep-alive is on, else it
    connects; the :class:`_Connection` protocol object is its own protocol factory.
 3. The connection writes the head and feeds every chunk it receives to its
@@ -40,8 +41,9 @@ from urllib.parse import quote
 
 import httptools
 
+from engine.aiohttp_fetcher import AiohttpFetcher
 from engine.errors import BadResponse, ConnectFailed, ReadTimeout
-from engine.fetch import ACCEPT, Fetcher, FetchResult
+from engine.fetch import ACCEPT, ClientSettings, FetchResult
 
 IDLE_SECONDS = 5.0
 """an idle pooled connection is closed after this long (servers often time out at 5–15 s)"""
@@ -59,7 +61,7 @@ Address = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
-class LeanStatistics:
+class Http1Statistics:
     """Counters since the fetcher was created (``repr`` and tests read them)."""
 
     requests: int
@@ -89,7 +91,7 @@ class _Connection(asyncio.Protocol):
         "chunks", "size", "truncated", "now", "got_bytes", "reusable", "idle_since", "version",
     )  # fmt: skip
 
-    def __init__(self, fetcher: LeanFetcher, key: Address) -> None:
+    def __init__(self, fetcher: Http1Fetcher, key: Address) -> None:
         self.fetcher = fetcher
         self.loop = fetcher._loop
         self.key = key
@@ -105,7 +107,7 @@ class _Connection(asyncio.Protocol):
         self.deadline = self.total_deadline = 0.0
         self.phase = _CONNECT
         self.timed_out = False
-        self.limit = fetcher.max_body_bytes
+        self.limit = fetcher.settings.max_body_bytes
         self.reusable = True
         self.idle_since = 0.0
         self._reset()
@@ -350,37 +352,23 @@ def _ip_literal(host: str) -> bool:
     return True
 
 
-class LeanFetcher:
+class Http1Fetcher:
     """An HTTP/1.1 client for the crawler's fetch seam; one per process, shared by every fetch.
 
-    Same keywords, results and errors as :class:`engine.fetch.Fetcher`. With ``keepalive`` a
-    small pool keeps idle connections per (ip, port) (or to the proxy) for ``IDLE_SECONDS``.
+    With ``settings.keepalive`` a small pool keeps idle connections per (ip, port) (or to the
+    proxy) for ``IDLE_SECONDS``.
     """
 
-    def __init__(
-        self,
-        *,
-        user_agent: str,
-        proxy: str = "",
-        keepalive: bool = False,
-        connect_timeout: float = 10.0,
-        first_byte_timeout: float = 30.0,
-        total_timeout: float = 60.0,
-        max_body_bytes: int = 2 << 20,
-    ) -> None:
-        self._settings = dict(
-            user_agent=user_agent, proxy=proxy, keepalive=keepalive, connect_timeout=connect_timeout,
-            first_byte_timeout=first_byte_timeout, total_timeout=total_timeout, max_body_bytes=max_body_bytes,
-        )  # fmt: skip
-        self.proxy: Address | None = _proxy_address(proxy) if proxy else None
-        self.keepalive = keepalive
-        self.connect_timeout = min(connect_timeout, total_timeout)
-        self.first_byte_timeout = first_byte_timeout
-        self.total_timeout = total_timeout
-        self.max_body_bytes = max_body_bytes
-        # Everything after the Host value, in the order aiohttp sends it (engine/fetch.py).
-        tail = [f"User-Agent: {user_agent}", f"Accept: {ACCEPT}", "Accept-Encoding: gzip, deflate"]
-        if not keepalive:
+    def __init__(self, settings: ClientSettings) -> None:
+        self.settings = settings
+        self._proxy: Address | None = _proxy_address(settings.proxy) if settings.proxy else None
+        self._keepalive = settings.keepalive
+        self._connect_timeout = min(settings.connect_timeout, settings.total_timeout)
+        self._first_byte_timeout = settings.first_byte_timeout
+        self._total_timeout = settings.total_timeout
+        # Everything after the Host value, in the order aiohttp sends it (engine/aiohttp_fetcher.py).
+        tail = [f"User-Agent: {settings.user_agent}", f"Accept: {ACCEPT}", "Accept-Encoding: gzip, deflate"]
+        if not settings.keepalive:
             tail.append("Connection: close")
         self._head_tail = ("\r\n" + "\r\n".join(tail) + "\r\n\r\n").encode("latin-1", "replace")
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # bound on first fetch
@@ -389,19 +377,21 @@ class LeanFetcher:
         self._idle: dict[Address, list[_Connection]] = {}
         self._idle_count = 0
         self._sweeper: asyncio.TimerHandle | None = None
-        self._https: Fetcher | None = None
+        self._https: AiohttpFetcher | None = None
         self._requests = self._connections = self._reused = self._delegated = 0
 
     def __repr__(self) -> str:
         s = self.statistics()
         return (
-            f"<LeanFetcher requests={s.requests} connections={s.connections} reused={s.reused} "
+            f"<Http1Fetcher requests={s.requests} connections={s.connections} reused={s.reused} "
             f"open={s.open} idle={s.idle} delegated={s.delegated}>"
         )
 
-    def statistics(self) -> LeanStatistics:
+    def statistics(self) -> Http1Statistics:
         alive = sum(1 for conn in self._open if conn.transport is not None and not conn.transport.is_closing())
-        return LeanStatistics(self._requests, self._connections, self._reused, alive, self._idle_count, self._delegated)
+        return Http1Statistics(
+            self._requests, self._connections, self._reused, alive, self._idle_count, self._delegated
+        )
 
     async def fetch(self, url: str, ip: str | None) -> FetchResult:
         try:
@@ -410,8 +400,8 @@ class LeanFetcher:
             raise BadResponse(f"{url}: InvalidURL: {e}") from None
         if scheme == "https":
             return await self._fetch_https(url, ip)
-        if self.proxy is not None:
-            key = self.proxy
+        if self._proxy is not None:
+            key = self._proxy
             target = f"http://{host_header}{target}"
         else:
             if ip is not None:
@@ -428,8 +418,8 @@ class LeanFetcher:
         self._requests += 1
         started = time.monotonic()
         fetched_at = time.time()
-        total_deadline = self._loop.time() + self.total_timeout
-        conn = self._take_idle(key) if self.keepalive else None
+        total_deadline = self._loop.time() + self._total_timeout
+        conn = self._take_idle(key) if self._keepalive else None
         if conn is not None:
             self._reused += 1
             try:
@@ -449,14 +439,14 @@ class LeanFetcher:
         conn.task = task = asyncio.current_task(self._loop)
         assert task is not None
         cancelling = task.cancelling()
-        conn.arm(self._loop.time() + self.connect_timeout)
+        conn.arm(self._loop.time() + self._connect_timeout)
         try:
             await self._loop.create_connection(conn, key[0], key[1])
         except asyncio.CancelledError:
             conn.close()
             # As asyncio.timeout() does: ours only if no one else asked to cancel the task meanwhile.
             if conn.timed_out and task.uncancel() <= cancelling:
-                raise ConnectFailed(f"{url}: connect timed out after {self.connect_timeout:g} s") from None
+                raise ConnectFailed(f"{url}: connect timed out after {self._connect_timeout:g} s") from None
             raise
         except OSError as e:
             conn.close()
@@ -471,13 +461,13 @@ class LeanFetcher:
 
     async def _exchange(self, conn: _Connection, url: str, head: bytes, total_deadline: float) -> None:
         """Send ``head`` on ``conn`` and wait for the whole response; pool or close ``conn`` after."""
-        first_byte = min(self._loop.time() + self.first_byte_timeout, total_deadline)
+        first_byte = min(self._loop.time() + self._first_byte_timeout, total_deadline)
         try:
             await conn.send(url, head, first_byte, total_deadline)
         except BaseException:  # our errors, and cancellation from outside
             conn.close()
             raise
-        if self.keepalive and conn.reusable and conn.transport is not None:
+        if self._keepalive and conn.reusable and conn.transport is not None:
             self._put_idle(conn)
         else:
             conn.release()
@@ -510,7 +500,7 @@ class LeanFetcher:
 
     async def _fetch_https(self, url: str, ip: str | None) -> FetchResult:
         if self._https is None:
-            self._https = Fetcher(**self._settings)  # type: ignore[arg-type]
+            self._https = AiohttpFetcher(self.settings)
         self._delegated += 1
         return await self._https.fetch(url, ip)
 

@@ -105,6 +105,7 @@ class SharedIpTable:
             self._probed[slot] = now + PROBE_EVERY  # until then, trust the slot's pid
             return BUSY
         self._probed.pop(slot, None)
+        next_allowed: float
         next_allowed, pid = SLOT.unpack_from(self._map, offset)
         if pid:  # its holder died in the middle of a fetch, which ended by now at the latest
             next_allowed = max(next_allowed, now + delay)
@@ -163,7 +164,8 @@ class SharedIpTable:
             return used
 
     def pages(self) -> int:
-        return SLOT.unpack_from(self._map, 0)[1]
+        pages: int = SLOT.unpack_from(self._map, 0)[1]
+        return pages
 
     def close(self) -> None:
         self._map.close()

@@ -18,7 +18,10 @@ polls its spools and reads the complete frames past its position. Why files, not
   of each spool are plain numbers; when they are equal everywhere and every agent is idle,
   the crawl is over.
 
-A frame is ``u32 length | u32 crc32 | payload``, the payload ``orjson([parent, [links]])``.
+A frame is ``u32 length | u32 crc32 | payload``, the payload ``orjson([parent, [links]])``, or
+``orjson([parent, [links], [[tag, tag path, anchor text], ...]])`` when the crawl policy wants
+link contexts (``frontier/page.py: LinkContext``): a policy on the receiving agent judges the
+link as one on the sending agent would.
 A spool is cut into segments of ``segment_bytes``; a receiver deletes the segments before its
 checkpointed position. A sender that restarts cuts its last segment after the last complete
 frame (a torn frame is never read, since its CRC fails or it is short) before writing again.
@@ -36,6 +39,7 @@ from pathlib import Path
 
 import orjson
 
+from frontier.page import LinkContext
 from store.errors import append_whole, full_when_no_room
 
 FRAME = struct.Struct("<II")
@@ -43,6 +47,7 @@ SEGMENT_BYTES = 64 << 20
 READ_CHUNK = 1 << 20
 
 Position = tuple[int, int]  # (segment, byte offset)
+Batch = tuple[str, list[str], list[LinkContext] | None]  # parent, links, their contexts
 
 
 def spool_dir(root: Path, sender: int, receiver: int) -> Path:
@@ -53,9 +58,9 @@ def _segments(folder: Path) -> list[int]:
     return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) if folder.exists() else []
 
 
-def _frames(data: bytes) -> tuple[list[tuple[str, list[str]]], int]:
+def _frames(data: bytes) -> tuple[list[Batch], int]:
     """The complete, intact frames at the start of ``data``, and the bytes they span."""
-    records: list[tuple[str, list[str]]] = []
+    records: list[Batch] = []
     pos, end = 0, len(data)
     while pos + FRAME.size <= end:
         length, crc = FRAME.unpack_from(data, pos)
@@ -65,8 +70,8 @@ def _frames(data: bytes) -> tuple[list[tuple[str, list[str]]], int]:
         payload = data[pos + FRAME.size : stop]
         if zlib.crc32(payload) != crc:
             break  # a torn tail its sender will cut when it restarts
-        parent, links = orjson.loads(payload)
-        records.append((parent, links))
+        parent, links, *contexts = orjson.loads(payload)
+        records.append((parent, links, [LinkContext(*c) for c in contexts[0]] if contexts else None))
         pos = stop
     return records, pos
 
@@ -100,8 +105,12 @@ class Outbox:
                 size = good
         self._files[receiver] = (segment, fd, size)
 
-    def add(self, receiver: int, parent: str, links: Sequence[str]) -> None:
-        payload = orjson.dumps((parent, links))
+    def add(self, receiver: int, parent: str, links: Sequence[str],
+            contexts: Sequence[LinkContext] | None = None) -> None:
+        if contexts is None:
+            payload = orjson.dumps((parent, links))
+        else:
+            payload = orjson.dumps((parent, links, [(c.tag, c.tag_path, c.anchor_text) for c in contexts]))
         self._buffers.setdefault(receiver, []).append(FRAME.pack(len(payload), zlib.crc32(payload)) + payload)
         self._buffered[receiver] = self._buffered.get(receiver, 0) + FRAME.size + len(payload)
         self.links_sent += len(links)
@@ -160,9 +169,9 @@ class Inbox:
             self._positions[sender] = (positions or {}).get(sender, start)
         self.links_received = 0
 
-    def poll(self, max_bytes: int = READ_CHUNK) -> list[tuple[str, list[str]]]:
+    def poll(self, max_bytes: int = READ_CHUNK) -> list[Batch]:
         """Every complete frame past the read positions (up to about ``max_bytes`` per sender)."""
-        out: list[tuple[str, list[str]]] = []
+        out: list[Batch] = []
         for sender, folder in self._folders.items():
             segment, offset = self._positions[sender]
             while True:
@@ -187,7 +196,7 @@ class Inbox:
                 out += records
                 segment, offset = segment + 1, 0
             self._positions[sender] = (segment, offset)
-        self.links_received += sum(len(links) for _, links in out)
+        self.links_received += sum(len(links) for _, links, _ in out)
         return out
 
     def positions(self) -> dict[int, Position]:

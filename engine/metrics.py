@@ -1,10 +1,11 @@
 """Prometheus metrics of a running crawl, rendered from its status dict.
 
-One source of truth (STYLE.md §3.7): an agent describes itself as a plain, JSON-able status
-dict (``Agent.status()``); ``GET /status`` returns it, ``GET /metrics`` renders it here,
-the progress display (``engine/progress.py``) draws it. With several agent processes the
-parent adds the agents' dicts up key by key and renders the sum once, so every value read
-here is a number, or a dict of numbers, that adds up across agents:
+One source of truth (STYLE.md §3.7): an agent describes itself as an
+:class:`~engine.status.AgentStatus` (``Agent.status()``); ``GET /status`` returns its dict
+form, ``GET /metrics`` renders that here, the progress display (``engine/progress.py``) draws
+it. With several agent processes the parent adds the agents up (``AgentStatus.add_up``) and
+renders the sum once, so every value read here is a number, or a dict of numbers, that adds
+up across agents:
 
 * ``stats``: ``engine.stats.Counters.as_dict()`` — counters (pages, bytes, ``statuses`` and
   ``errors`` by label, robots, todo waits, ...); every numeric field becomes

@@ -38,16 +38,14 @@ import html
 import re
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from functools import lru_cache, partial
+from typing import Any
 
 from lxml import etree
 
 from frontier.page import LinkContext
 from frontier.urls import BaseURL, canonicalize
 
-if TYPE_CHECKING:
-    from engine.config import Config
 
 __all__ = ["HTML_TYPES", "PAGE_RELS", "LinkRules", "ParsedPage", "extract_links", "parse_location"]
 
@@ -78,15 +76,6 @@ class LinkRules:
     follow_nofollow: bool = False
     link_rels: frozenset[str] | None = frozenset(PAGE_RELS)
     sort_query: bool = True
-
-    @classmethod
-    def from_config(cls, config: Config) -> LinkRules:
-        rels = config.scope.link_rels
-        return cls(
-            follow_nofollow=config.scope.follow_nofollow,
-            link_rels=None if "*" in rels else frozenset(rel.lower() for rel in rels),
-            sort_query=config.urls.sort_query,
-        )
 
 
 @dataclass(slots=True)
@@ -224,9 +213,11 @@ class _Parsers(threading.local):
 
     def __init__(self) -> None:
         self.collector = _Collector()
-        options = {"encoding": "utf-8", "no_network": True, "collect_ids": False}
-        self.target = etree.HTMLParser(target=self.collector, **options)
-        self.tree = etree.HTMLParser(**options)
+        parser = partial(etree.HTMLParser, encoding="utf-8", no_network=True, collect_ids=False)
+        # lxml calls only the callbacks a target has (no data/end/comment: no call per text node),
+        # while the stubs' ParserTarget demands all five.
+        self.target = parser(target=self.collector)  # type: ignore[arg-type]
+        self.tree = parser()
 
 
 _parsers = _Parsers()

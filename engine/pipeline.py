@@ -12,9 +12,12 @@ The agent's fetchers call :meth:`Pipeline.page` for every page response and
    metadata record with the outlinks (and, for a near-duplicate, the capture it nearly
    repeats), then the index line and the graph record; a near-duplicate is not written at all
    with ``store.near_duplicates = "skip"``;
-5. **discover**: the links (or the redirect target) leave through the ``discover`` callable
-   the agent provides, which routes them to this process's frontier or to the agent that
-   owns their host; the pipeline neither knows nor cares which.
+5. **the policy, then discover**: the crawl policy sees the page (``Frontier.fetched``: status,
+   headers, body, links, their contexts, the redirect target) before its links are judged,
+   then the links (or the redirect target) leave through the ``discover`` callable the agent
+   provides, which routes them to this process's frontier or to the agent that owns their
+   host (``engine/routing.py``); the pipeline neither knows nor cares which. With the default
+   policy, which looks at no page, no page object is built at all.
 
 Bad input never stops the crawl: a body that does not decode is stored and not parsed;
 the link extractor takes any bytes. A full disk (:class:`store.errors.StoreFull`) is handed
@@ -24,16 +27,17 @@ to ``stop`` when the agent gives one (the crawl then ends cleanly), else raised.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from engine.addresses import is_ip
-from engine.config import Config
+from engine.config import Config, link_rules
 from engine.content import Decoded, decode
 from engine.fetch import FetchResult
-from engine.parse import HTML_TYPES, LinkRules, extract_links, parse_location
+from engine.parse import HTML_TYPES, ParsedPage, extract_links, parse_location
 from engine.stats import Counters
 from frontier.filters import PhaseFilters, Response
+from frontier.frontier import Frontier
 from frontier.page import FetchedPage, LinkContext
-from frontier.policy import BreadthFirst, CrawlPolicy
 from store.archive import Archive, Check
 from store.cdxj import mime_of
 from store.errors import StoreFull
@@ -41,7 +45,7 @@ from store.warc import Exchange
 
 REDIRECTS = frozenset((301, 302, 303, 307, 308))
 
-Discover = Callable[[Sequence[str], str, Sequence[LinkContext] | None], None]
+Discover = Callable[[Sequence[str], str | None, Sequence[LinkContext] | None], None]
 
 
 class Pipeline:
@@ -52,23 +56,21 @@ class Pipeline:
         config: Config,
         store: Archive,
         stats: Counters,
-        policy: CrawlPolicy,
+        frontier: Frontier,
         discover: Discover,
-        fetched: Callable[[FetchedPage], None],
+        filters: Callable[[], PhaseFilters],
         *,
-        stop: Callable[[str], None] | None = None,
+        stop: Callable[[str, Path], None] | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.stats = stats
-        self.policy = policy
-        self.default_policy = isinstance(policy, BreadthFirst)
+        self.frontier = frontier
         self.discover = discover
-        self.fetched = fetched
+        self.filters = filters  # the crawl's, read afresh for each page: a live change swaps them
         self.stop = stop
-        self.filters = PhaseFilters()  # the agent sets the crawl's (and swaps them on a live change)
         self.lost = 0  # fetches that could not be stored (a full disk)
-        self.link_rules = LinkRules.from_config(config)
+        self.link_rules = link_rules(config)
 
     def decode(self, result: FetchResult) -> Decoded:
         return decode(result.body, result.headers.get("content-encoding"), self.config.network.max_body_bytes)
@@ -114,7 +116,7 @@ class Pipeline:
             if self.stop is None:
                 raise
             self.lost += 1
-            self.stop(str(e))
+            self.stop(str(e), e.path)
             return False
         self.stats.stored += capture is not None
         self.stats.bytes += len(result.body)
@@ -123,26 +125,30 @@ class Pipeline:
         return True
 
     def page(self, result: FetchResult) -> None:
-        """Store the exchange, then follow its redirect or its links."""
+        """Store the exchange, show it to the policy, then follow its redirect or its links."""
         status = result.status
         self.stats.statuses[status] += 1
+        frontier = self.frontier
         if status in REDIRECTS:
             location = result.headers.get("location")
             target = parse_location(location, result.url, sort_query=self.link_rules.sort_query) if location else None
-            if self.save(result, page=True, redirect=target) and target:
-                self.stats.redirects += 1
-                self.discover([target], result.url, None)
+            if self.save(result, page=True, redirect=target):
+                if frontier.wants_pages:
+                    frontier.fetched(self._page(result, b"", None, target), result.ended)
+                if target:
+                    self.stats.redirects += 1
+                    self.discover([target], result.url, None)
             return
         content_type = result.headers.get("content-type", "")
         is_html = status == 200 and content_type.split(";", 1)[0].strip().lower() in HTML_TYPES
-        decoded = self.decode(result) if status == 200 or not self.default_policy else Decoded(None, False)
+        decoded = self.decode(result) if status == 200 or frontier.wants_pages else Decoded(None, False)
         if decoded.cut:
             self.stats.truncated["decoded"] += 1
         check = self.store.examine(
             status=status, body=result.body, payload=decoded.payload, html=is_html,
             complete=not (result.truncated or decoded.cut),
         )
-        filters = self.filters
+        filters = self.filters()
         response = None
         if filters.parse is not None or filters.store is not None:
             response = Response(result.url, status, result.headers, decoded.payload or b"")
@@ -152,31 +158,35 @@ class Pipeline:
             and (not check.duplicate or self.config.store.follow_duplicates)
             and (filters.parse is None or filters.parse(response))
         ):
-            policy = self.policy
             parsed = extract_links(
                 decoded.payload or b"",
                 result.url,
                 content_type=content_type,
                 rules=self.link_rules,
-                want_context=policy.wants_context,
-                want_document=policy.wants_document,
+                want_context=frontier.wants_context,
+                want_document=frontier.wants_document,
             )
         links = parsed.links if parsed is not None else []
         if filters.store is not None and not filters.store(response):
             self.stats.store_filtered += 1  # not archived, but its links are still followed
         elif not self.save(result, check=check, page=True, links=links, payload_truncated=decoded.cut):
             return
+        if frontier.wants_pages:  # the policy sees the page before it judges the page's links
+            frontier.fetched(self._page(result, decoded.payload or b"", parsed, None), result.ended)
         if parsed is not None:
             self.stats.links += len(links)
             self.discover(links, result.url, parsed.contexts)
-        if not self.default_policy:
-            self.fetched(
-                FetchedPage(
-                    url=result.url,
-                    status=status,
-                    headers=result.headers,
-                    body=decoded.payload or b"",
-                    fetched_at=result.fetched_at,
-                    document=parsed.document if parsed is not None else None,
-                )
-            )
+
+    @staticmethod
+    def _page(result: FetchResult, body: bytes, parsed: ParsedPage | None, redirect: str | None) -> FetchedPage:
+        return FetchedPage(
+            url=result.url,
+            status=result.status,
+            headers=result.headers,
+            body=body,
+            fetched_at=result.fetched_at,
+            document=parsed.document if parsed is not None else None,
+            links=tuple(parsed.links) if parsed is not None else (),
+            contexts=tuple(parsed.contexts) if parsed is not None and parsed.contexts is not None else None,
+            redirect=redirect,
+        )

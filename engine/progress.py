@@ -1,8 +1,8 @@
 """What the operator sees: a live panel on a terminal, periodic log lines otherwise, a final table.
 
-The display draws a *status dict* (``Agent.status()``, the same one ``GET /status`` returns;
-``engine/metrics.py`` describes its keys), never the agent itself, so the parent of several
-agent processes draws the sum of their dicts the same way. :class:`ProgressDisplay` is fed
+The display draws an :class:`~engine.status.AgentStatus` (``Agent.status()``; ``GET /status``
+returns its dict form), never the agent itself, so the parent of several agent processes
+draws the sum of theirs (``AgentStatus.add_up``) the same way. :class:`ProgressDisplay` is fed
 ``update(status, elapsed)`` about once a second and keeps the last ten seconds to compute
 rates; the clock is the caller's, so the output is a function of its inputs.
 
@@ -18,9 +18,9 @@ import io
 import sys
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from rich import box
 from rich.console import Console, Group
@@ -29,10 +29,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from engine.stats import cpu_seconds, rss_bytes
-
-if TYPE_CHECKING:
-    from engine.agent import Agent
+from engine.config import EngineConfig
+from engine.status import AgentStatus
 
 RATE_WINDOW = 10.0  # seconds of history behind pages/s and MB/s
 LOG_EVERY = 10.0  # seconds between two log lines
@@ -85,9 +83,9 @@ class ProgressDisplay:
             self._live = Live(console=Console(file=stream, force_terminal=True), auto_refresh=False)
             self._live.start()
 
-    def view(self, status: Mapping[str, Any], elapsed: float) -> View:
+    def view(self, status: AgentStatus, elapsed: float) -> View:
         """Record this status in the rate window and compute what to show."""
-        stats = status["stats"]
+        stats = status.stats
         pages, size = stats["pages"], stats["bytes"]
         history = self._history
         history.append((elapsed, pages, size))
@@ -106,18 +104,18 @@ class ProgressDisplay:
             pages=pages,
             pages_per_second=rate,
             mb_per_second=(size - bytes_then) / span / 1e6 if span > 0 else 0.0,
-            hosts=status.get("hosts", 0),
-            front=status.get("front", 0),
-            required_front=status.get("required_front", 0),
-            todo=status.get("todo", 0),
-            queued=sum(status.get(k, 0) for k in ("workbench_urls", "disk_urls", "sieve_ready", "sieve_pending")),
-            in_flight=status.get("in_flight", 0),
+            hosts=status.hosts,
+            front=status.front,
+            required_front=status.required_front,
+            todo=status.todo,
+            queued=status.workbench_urls + status.disk_urls + status.sieve_ready + status.sieve_pending,
+            in_flight=status.in_flight,
             errors=sum(stats["errors"].values()),
-            paused=bool(status.get("paused")),
+            paused=status.paused,
             eta=min(etas) if etas else None,
         )
 
-    def update(self, status: Mapping[str, Any], elapsed: float) -> None:
+    def update(self, status: AgentStatus, elapsed: float) -> None:
         if self.mode == "off":
             return
         view = self.view(status, elapsed)
@@ -179,35 +177,35 @@ def panel(view: View) -> Panel:
     return Panel(Group(line(*first), line(*second)), title=title, title_align="left", expand=False)
 
 
-async def report(agent: Agent, mode: str, stream: TextIO = sys.stderr) -> None:
-    """The agent's progress task: sample its timeline and show its status every second until cancelled."""
-    c = agent.config.engine
-    display = ProgressDisplay(mode, stream, max_pages=c.max_pages, max_seconds=c.max_seconds)
+async def report(status: Callable[[], AgentStatus], started: float, limits: EngineConfig, mode: str,
+                 timeline: list[dict[str, float]], stream: TextIO = sys.stderr) -> None:
+    """An agent's progress task: sample its timeline and show its status every second until cancelled."""
+    display = ProgressDisplay(mode, stream, max_pages=limits.max_pages, max_seconds=limits.max_seconds)
     try:
         while True:
             await asyncio.sleep(1.0)  # a sampling period, not a wait for an event
-            now = time.monotonic()
-            agent.timeline.append(sample(agent, now))
-            display.update(agent.status(), now - agent.stats.started)
+            now = status()
+            elapsed = time.monotonic() - started
+            timeline.append(sample(now, elapsed))
+            display.update(now, elapsed)
     finally:
         display.close()
 
 
-def sample(agent: Agent, now: float) -> dict[str, float]:
+def sample(status: AgentStatus, elapsed: float) -> dict[str, float]:
     """One point of the timeline written to stats.json (throughput, front, memory over time)."""
-    fs = agent.frontier.statistics()
     return {
-        "t": now - agent.stats.started,
-        "pages": agent.stats.pages,
-        "bytes": agent.stats.bytes,
-        "cpu": cpu_seconds(),
-        "rss": rss_bytes(),
-        "front": fs.distributor.front,
-        "required_front": fs.distributor.required_front,
-        "todo": len(agent.todo),
-        "in_flight": agent.in_flight,
-        "todo_wait_seconds": agent.stats.todo_wait_seconds,
-        "hosts": fs.workbench.visit_states,
+        "t": elapsed,
+        "pages": status.stats["pages"],
+        "bytes": status.stats["bytes"],
+        "cpu": status.cpu_seconds,
+        "rss": status.rss_bytes,
+        "front": status.front,
+        "required_front": status.required_front,
+        "todo": status.todo,
+        "in_flight": status.in_flight,
+        "todo_wait_seconds": status.stats["todo_wait_seconds"],
+        "hosts": status.hosts,
     }
 
 

@@ -29,10 +29,11 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.content import decode_body
-from engine.parse import LinkRules, extract_links, parse_location
-from engine.pipeline import HTML_TYPES, REDIRECTS
+from engine.parse import HTML_TYPES, LinkRules, extract_links, parse_location
+from engine.pipeline import REDIRECTS
 from frontier.urls import fingerprint
 from store.errors import preallocate
 from store.recovery import links_of, metadata_fields
@@ -104,8 +105,11 @@ def replay(
                 yield stored.replayed(stored.body_links())
 
 
-def _body_links(record, url: str, rules: LinkRules, limit: int) -> Callable[[], list[str]]:  # type: ignore[no-untyped-def]
-    """The links of a response as its body gives them, decoded and extracted only when called."""
+def _body_links(record: Any, url: str, rules: LinkRules, limit: int) -> Callable[[], list[str]]:
+    """The links of a response as its body gives them, decoded and extracted only when called.
+
+    ``record`` is a warcio ``ArcWarcRecord`` (an untyped library's class).
+    """
     http = record.http_headers
     if record.rec_type != "response" or http is None:
         return list

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from store.errors import full_when_no_room
+from store.durable import replace_file
 
 
 @dataclass
@@ -68,16 +68,11 @@ def rss_bytes() -> int:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write atomically (a temporary file, then a rename), so a reader never sees half a file.
+    """Write atomically (``path.tmp``, then a rename), so a reader never sees half a file.
 
     A write that finds no room raises :class:`store.errors.StoreFull` and leaves the previous
-    file as it was (the temporary is deleted).
+    file as it was (the temporary is deleted). Not fsynced: it survives a killed process, not
+    necessarily a power loss.
     """
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        with full_when_no_room(tmp):
-            tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS))
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
+    content = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS)
+    replace_file(path, content, fsync=False, suffix=".tmp")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import resource
 import signal
@@ -39,6 +40,7 @@ import socket
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,10 +51,11 @@ from engine.config import Config, describe
 from engine.control import ControlServer, token_for
 from engine.ip_table import SharedIpTable
 from engine.metrics import Exporter
-from engine.progress import ProgressDisplay
+from engine.progress import ProgressDisplay, sample
 from engine.sdnotify import Notifier
-from frontier.urls import canonicalize
 from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
+from engine.status import AgentStatus, add_up
+from frontier.urls import canonicalize
 from store.errors import StoreFull, free_space, preallocate
 
 MANIFEST = "crawl.json"
@@ -91,7 +94,7 @@ class AgentProcess:
     index: int
     process: asyncio.subprocess.Process | None = None
     writer: asyncio.StreamWriter | None = None
-    status: dict[str, Any] | None = None
+    status: AgentStatus | None = None
     fresh: int = 0  # statuses received since the supervisor last looked
     deaths: deque[float] = field(default_factory=deque)
     restarts: int = 0
@@ -126,7 +129,7 @@ class Supervisor:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    async def run(self) -> dict:
+    async def run(self) -> dict[str, Any]:
         """Run the crawl to its end; returns the summary written to ``OUT/stats.json``."""
         self.out.mkdir(parents=True, exist_ok=True)
         try:
@@ -195,7 +198,7 @@ class Supervisor:
             path.unlink(missing_ok=True)
             raise
 
-    def write_summary(self, summary: dict) -> None:
+    def write_summary(self, summary: dict[str, Any]) -> None:
         """``OUT/stats.json``, on a full disk too: the reserve's room is given back for it, and if even
         that is too little, the summary goes without its timeline; failing that, the previous one stays."""
         path, reserve = self.out / "stats.json", self.out / RESERVE
@@ -230,7 +233,7 @@ class Supervisor:
         for agent in self.agents:
             self.send(agent, {"cmd": "stop", "reason": reason})
 
-    def send(self, agent: AgentProcess, command: dict) -> None:
+    def send(self, agent: AgentProcess, command: dict[str, Any]) -> None:
         if agent.writer is not None and not agent.writer.is_closing():
             agent.writer.write(orjson.dumps(command) + b"\n")
 
@@ -286,7 +289,7 @@ class Supervisor:
         while line := await reader.readline():
             message = orjson.loads(line)
             if "status" in message:
-                agent.status = message["status"]
+                agent.status = AgentStatus.from_dict(message["status"])
                 agent.fresh += 1
                 self.heard.set()
             elif "store_full" in message:
@@ -311,7 +314,7 @@ class Supervisor:
             if self._ready_sent and now - last_sample >= 1.0:  # the timeline starts with the crawl
                 last_sample = now
                 self.timeline.append(self.sample(now))
-                self.display.update(self.status(), now - self.started)
+                self.display.update(self.total(), now - self.started)
                 if now - last_status >= 10.0:
                     last_status = now
                     line = self.timeline[-1]
@@ -341,56 +344,47 @@ class Supervisor:
         """Stop when every agent is idle and every spool read to its end, on two looks in a row."""
         if self.stopping:
             return
-        statuses = [a.status for a in self.agents]
-        assert all(s is not None for s in statuses)
+        statuses = [a.status for a in self.agents if a.status is not None]
+        assert len(statuses) == len(self.agents)
         max_pages = self.config.engine.max_pages
-        if max_pages and sum(s["stats"]["pages"] for s in statuses) >= max_pages:  # type: ignore[index]
+        if max_pages and sum(s.pages for s in statuses) >= max_pages:
             self.stop_crawl("max_pages")
             return
         if not all(a.fresh for a in self.agents):
             return  # wait until every agent has spoken since the last look
         for agent in self.agents:
             agent.fresh = 0
-        quiet = all(s["idle"] for s in statuses) and all(  # type: ignore[index]
-            statuses[receiver]["links_in"].get(str(sender)) == position  # type: ignore[index]
+        quiet = all(s.idle for s in statuses) and all(
+            statuses[int(receiver)].links_in.get(str(sender)) == position
             for sender, s in enumerate(statuses)
-            for receiver_key, position in s["links_out"].items()  # type: ignore[index]
-            for receiver in (int(receiver_key),)
+            for receiver, position in s.links_out.items()
         )
         self._quiet_ticks = self._quiet_ticks + 1 if quiet else 0
         if self._quiet_ticks >= 2:
             self.stop_crawl("done")
 
     def sample(self, now: float) -> dict[str, float]:
-        statuses = [a.status for a in self.agents if a.status is not None]
+        """A point of the crawl's timeline: the agents added up, with the supervisor's own CPU and memory."""
+        total = self.total()
+        total = dataclasses.replace(total, cpu_seconds=total.cpu_seconds + cpu_seconds() - self._cpu_at_start,
+                                    rss_bytes=total.rss_bytes + rss_bytes())
+        return sample(total, now - self.started)
 
-        def total(key: str) -> float:
-            return sum(s[key] for s in statuses)
-
-        return {
-            "t": now - self.started,
-            "pages": sum(s["stats"]["pages"] for s in statuses),
-            "bytes": sum(s["stats"]["bytes"] for s in statuses),
-            "cpu": total("cpu_seconds") + cpu_seconds() - self._cpu_at_start,
-            "rss": total("rss_bytes") + rss_bytes(),
-            "front": total("front"),
-            "required_front": total("required_front"),
-            "todo": total("todo"),
-            "in_flight": total("in_flight"),
-            "todo_wait_seconds": sum(s["stats"]["todo_wait_seconds"] for s in statuses),
-            "hosts": total("hosts"),
-        }
+    def total(self) -> AgentStatus:
+        """The agents that have spoken, added up."""
+        return AgentStatus.add_up([a.status for a in self.agents if a.status is not None], paused=self.paused)
 
     # -- the control API (engine/control.py: Controllable) ------------------------------------
 
     def status(self) -> dict[str, Any]:
-        statuses = [a.status for a in self.agents if a.status is not None]
-        return {**add_up(statuses), "paused": self.paused, "agents": statuses}
+        """``GET /status``: the agents added up, and each one's own status."""
+        return {**self.total().as_dict(), "agents": [a.status.as_dict() for a in self.agents if a.status is not None]}
 
     def metrics(self) -> bytes:
         return self.exporter.render()
 
-    async def command(self, command: dict[str, Any], until: Any = None, timeout: float = 30.0) -> None:
+    async def command(self, command: dict[str, Any], until: Callable[[AgentStatus], bool] | None = None,
+                      timeout: float = 30.0) -> None:
         """Send ``command`` to every agent; return once each has applied it (and meets ``until``),
         or after ``timeout`` (an agent being restarted gets the state from the manifest)."""
         self.command_seq += 1
@@ -400,7 +394,7 @@ class Supervisor:
 
         def applied(agent: AgentProcess) -> bool:
             s = agent.status
-            return s is not None and s["command_seq"] >= seq and (until is None or until(s))
+            return s is not None and s.command_seq >= seq and (until is None or until(s))
 
         deadline = time.monotonic() + timeout
         while not all(applied(a) for a in self.agents) and time.monotonic() < deadline:
@@ -410,7 +404,7 @@ class Supervisor:
 
     async def pause(self) -> None:
         self.paused = True
-        await self.command({"cmd": "pause"}, until=lambda s: s["in_flight"] == 0)
+        await self.command({"cmd": "pause"}, until=lambda s: s.in_flight == 0)
 
     async def resume(self) -> None:
         self.paused = False
@@ -441,7 +435,7 @@ class Supervisor:
 
     # -- the end -------------------------------------------------------------------------------
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The agents' own summaries added up, with the supervisor's clock and CPU."""
         parts = []
         for agent in self.agents:
@@ -493,24 +487,11 @@ _NOT_ADDED = frozenset(("stop_reason", "elapsed_seconds", "pages_per_second", "p
                         "timeline", "agent", "resumed", "started", "store_full"))
 
 
-def add_up(parts: list[dict]) -> dict:
-    """Numbers added key by key, nested tables too (counters of several agents); rates take the maximum."""
-    out: dict[str, Any] = {}
-    for part in parts:
-        for key, value in part.items():
-            if isinstance(value, dict):
-                out[key] = add_up([out.get(key, {}), value])
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                # a rate (the dedup filter's error rate) is the same kind of figure per agent: the worst one
-                out[key] = max(out.get(key, 0), value) if key.endswith("_rate") else out.get(key, 0) + value
-    return out
-
-
-def supervise(config: Config, seeds: list[str], agents: int, *, resuming: bool) -> tuple[dict, int]:
+def supervise(config: Config, seeds: list[str], agents: int, *, resuming: bool) -> tuple[dict[str, Any], int]:
     """Run a whole crawl from this process; returns (summary, exit status: :attr:`Supervisor.exit_status`)."""
     import uvloop
 
-    async def main() -> tuple[dict, int]:
+    async def main() -> tuple[dict[str, Any], int]:
         supervisor = Supervisor(config, seeds, agents, resuming=resuming)
         summary = await supervisor.run()
         return summary, supervisor.exit_status

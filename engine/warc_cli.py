@@ -24,9 +24,9 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
+from warcio.archiveiterator import ArchiveIterator
 
 from store import cdxj
 from store.recovery import INDEXED, warc_records
@@ -53,9 +53,9 @@ def ls(folder: Path) -> int:
     out = sys.stdout
     for path in warc_files(folder):
         for r in warc_records(path):
-            h = r.headers
-            out.write(f"{path.name}\t{r.offset}\t{r.length}\t{r.kind}\t{h.get_header('WARC-Date')}\t"  # type: ignore[attr-defined]
-                      f"{h.get_header('WARC-Target-URI') or '-'}\n")  # type: ignore[attr-defined]
+            h: Any = r.headers  # warcio's StatusAndHeaders, an untyped library's class
+            out.write(f"{path.name}\t{r.offset}\t{r.length}\t{r.kind}\t{h.get_header('WARC-Date')}\t"
+                      f"{h.get_header('WARC-Target-URI') or '-'}\n")
     return 0
 
 

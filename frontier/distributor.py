@@ -23,20 +23,40 @@ share, or the workbench is over budget. The per-host share is BUbiNG's
 ``pathQueryLimit``: about five minutes of fetching, but at least 4 and at most the
 workbench capacity divided by the required front.
 
+**Ranked mode** (a policy with ``ranks_urls``): a sieve item is the URL's lane (2 bytes,
+big-endian) then the URL, and each host keeps one FIFO per lane
+(:class:`~frontier.visit_state.LaneQueues`). The same rule applies per lane: a URL goes to
+disk, under the virtualizer key ``(id << 16) | lane``, when its lane already has URLs there,
+the host holds its share or the workbench is over budget. A refill reads the lane of best
+``lane_rank``, and ``refill_lane`` reads a given lane at once, when the frontier finds the
+lane to fetch next all on disk.
+
+Due revisits (``place_revisit``) skip all of this: they go to the host's queue of due
+revisits, in memory, ahead of its backlog, whatever the budgets.
+
 ``step`` is synchronous and returns the I/O to do (hosts to resolve); it never waits.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from frontier.shapes import ShapeBudget
+from frontier.sieve import MercatorSieve
 from frontier.urls import split
-from frontier.visit_state import Phase, VisitState
+from frontier.virtualizer import WorkbenchVirtualizer
+from frontier.visit_state import LaneQueues, Phase, VisitState
 from frontier.workbench import Workbench
 
 BYTES_PER_URL_ESTIMATE = 100  # BUbiNG sizes the workbench in path+queries as bytes/100
+LANE_REFILL_MIN = 16  # a lane read from disk brings at least this many: one block read serves several fetches
+
+
+def lane_key(vs: VisitState, lane: int) -> int:
+    """The virtualizer key of one lane of a ranked host (its id's key, shifted clear of the lane)."""
+    return (vs.id << 16) | lane
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,27 +78,28 @@ class Distributor:
     def __init__(
         self,
         workbench: Workbench,
-        sieve,  # frontier.sieve.MercatorSieve
-        virtualizer,  # frontier.virtualizer.WorkbenchVirtualizer
+        sieve: MercatorSieve,
+        virtualizer: WorkbenchVirtualizer,
         *,
         workbench_bytes: int,
         host_delay: float,
         max_urls_per_host: int,
         required_front: int = 1000,
         front_step: int = 1000,
-        ranked: bool = False,
+        lane_rank: Callable[[str, int], float] | None = None,
         shapes: ShapeBudget | None = None,
     ) -> None:
         self.workbench = workbench
         self.sieve = sieve
         self.virtualizer = virtualizer
         self.workbench_bytes = workbench_bytes
-        self.host_delay = host_delay
+        self.host_delay = host_delay  # new hosts start with it (a live setting: Frontier.set_delays)
         self.max_urls_per_host = max_urls_per_host
         self.required_front = required_front
         self.front_step = front_step
         self.front_cap = max(required_front, workbench_bytes // BYTES_PER_URL_ESTIMATE // 2)
-        self.ranked = ranked
+        self.lane_rank = lane_rank  # the policy's, in ranked mode only
+        self.ranked = lane_rank is not None
         self.shapes = shapes  # counted here, as URLs leave the sieve: each one exactly once
         self.host_to_visit_state: dict[str, VisitState] = {}
         self.refill: deque[VisitState] = deque()
@@ -98,7 +119,7 @@ class Distributor:
             self.required_front = min(self.front_cap, self.required_front + self.front_step)
 
     def emptied(self, vs: VisitState) -> None:
-        """The fetcher took the last in-memory URL of ``vs``: refill it from disk first."""
+        """The backlog of ``vs`` in memory is empty: refill it from disk first, if it has URLs there."""
         if vs.on_disk and not vs.refilling:
             vs.refilling = True
             self.refill.append(vs)
@@ -129,65 +150,130 @@ class Distributor:
                     new_hosts.append(created)
         return new_hosts
 
-    def place_revisit(self, item: bytes) -> VisitState | None:
-        """Put a due revisit straight into its host's queue (it bypasses the sieve)."""
-        return self._place(item, self.per_host_limit(), count_against_limit=False)
+    def place_revisit(self, url: bytes) -> VisitState | None:
+        """Queue a due revisit ahead of its host's backlog (it bypasses the sieve and every budget).
+
+        Returns the visit state if the engine must resolve it (a host new to this process)."""
+        scheme_authority, path_query = split(url.decode())
+        vs, created = self._host(scheme_authority)
+        if vs is not None:
+            self.workbench.push_due(vs, path_query.encode())
+        return vs if created else None
 
     def _refill(self, vs: VisitState, limit: int) -> int:
         if vs.phase is Phase.PURGED:
             return 0
+        if vs.lanes is not None:
+            if not vs.lanes.disk:  # read meanwhile by refill_lane
+                return 0
+            return self._refill_lane(vs, vs.lanes.best(self.lane_ranks(vs), on_disk=True), max(1, limit - len(vs.lanes)))
         items = self.virtualizer.dequeue(vs.id, max(1, limit - len(vs.queue)))
         vs.on_disk -= len(items)
         for item in items:
-            self._push(vs, item)
+            self.workbench.push_url(vs, item)
         self.from_disk += len(items)
         return len(items)
 
-    def _place(self, item: bytes, limit: int, count_against_limit: bool = True) -> VisitState | None:
-        url = item[1:] if self.ranked else item
-        scheme_authority, path_query = split(url.decode())
+    def refill_lane(self, vs: VisitState, lane: int) -> None:
+        """Read ``lane`` of a ranked host from disk now: it goes next and has nothing in memory."""
+        assert vs.lanes is not None
+        self._refill_lane(vs, lane, max(LANE_REFILL_MIN, self.per_host_limit() - len(vs.lanes)))
+
+    def _refill_lane(self, vs: VisitState, lane: int, n: int) -> int:
+        lanes = vs.lanes
+        assert lanes is not None
+        items = self.virtualizer.dequeue(lane_key(vs, lane), n)
+        lanes.spilled(lane, -len(items))
+        vs.on_disk -= len(items)
+        for item in items:
+            self.workbench.push_lane(vs, item, lane)
+        self.from_disk += len(items)
+        return len(items)
+
+    def lane_ranks(self, vs: VisitState) -> Callable[[int], float]:
+        """The policy's rank of each lane of the ranked host ``vs``, asked afresh at each call."""
+        lane_rank, host = self.lane_rank, vs.scheme_authority
+        assert lane_rank is not None
+        return lambda lane: lane_rank(host, lane)
+
+    def _host(self, scheme_authority: str) -> tuple[VisitState | None, bool]:
+        """The visit state of a host a URL arrives for (None if purged), and whether the engine must resolve it."""
         vs = self.host_to_visit_state.get(scheme_authority)
-        created = vs is None
         if vs is None:
-            vs = self._new(scheme_authority)
-        elif vs.phase is Phase.PURGED:
+            return self._new(scheme_authority), True
+        if vs.phase is Phase.PURGED:
             self.dropped_purged += 1
-            return None
-        elif vs.phase is Phase.NEW:  # restored from a checkpoint with nothing queued: resolve it now
+            return None, False
+        if vs.phase is Phase.NEW:  # restored from a checkpoint with nothing queued: resolve it now
             vs.transition("resolve")
-            created = True
-        if count_against_limit:
-            if vs.scheduled >= self.max_urls_per_host:
-                self.dropped_host_limit += 1
-                return None
-            if self.shapes is not None and not self.shapes.admit(scheme_authority, path_query):
-                return None
-            vs.scheduled += 1
-        entry = bytes([item[0]]) + path_query.encode() if self.ranked else path_query.encode()
-        if vs.on_disk or len(vs.queue) >= limit or self.workbench.bytes >= self.workbench_bytes:
-            self.virtualizer.append(vs.id, entry)
-            vs.on_disk += 1
-            self.to_disk += 1
-            if not len(vs.queue):
-                self.emptied(vs)  # nothing in memory would ever trigger its refill
+            return vs, True
+        return vs, False
+
+    def _place(self, item: bytes, limit: int) -> VisitState | None:
+        url = item[2:] if self.ranked else item
+        scheme_authority, path_query = split(url.decode())
+        vs, created = self._host(scheme_authority)
+        if vs is None:
+            return None
+        if vs.scheduled >= self.max_urls_per_host:
+            self.dropped_host_limit += 1
+            return None
+        if self.shapes is not None and not self.shapes.admit(scheme_authority, path_query):
+            return None
+        vs.scheduled += 1
+        if vs.lanes is not None:
+            self._place_in_lane(vs, vs.lanes, (item[0] << 8) | item[1], path_query.encode(), limit)
+        elif vs.on_disk or len(vs.queue) >= limit or self.workbench.bytes >= self.workbench_bytes:
+            self.virtualizer.append(vs.id, path_query.encode())
+            self._spilled(vs, len(vs.queue))
         else:
-            self._push(vs, entry)
+            self.workbench.push_url(vs, path_query.encode())
         return vs if created else None
 
-    def restore(self, vs: VisitState, items: list[bytes]) -> None:
-        """Take back a visit state saved by a checkpoint, with its queued entries in order."""
+    def _place_in_lane(self, vs: VisitState, lanes: LaneQueues, lane: int, path_query: bytes, limit: int) -> None:
+        if lane in lanes.disk or len(lanes) >= limit or self.workbench.bytes >= self.workbench_bytes:
+            self.virtualizer.append(lane_key(vs, lane), path_query)
+            lanes.spilled(lane, 1)
+            self._spilled(vs, len(lanes))
+        else:
+            self.workbench.push_lane(vs, path_query, lane)
+
+    def _spilled(self, vs: VisitState, in_memory: int) -> None:
+        """One more URL of ``vs`` went to disk, behind ``in_memory`` URLs of its backlog."""
+        vs.on_disk += 1
+        self.to_disk += 1
+        if not in_memory:
+            self.emptied(vs)  # nothing in memory would ever trigger its refill
+
+    def forget_disk(self, vs: VisitState) -> int:
+        """Drop a host's URLs on disk (a purge); returns how many."""
+        if vs.lanes is None:
+            dropped = self.virtualizer.remove(vs.id)
+        else:
+            dropped = sum(self.virtualizer.remove(lane_key(vs, lane)) for lane in vs.lanes.disk)
+            vs.lanes.disk.clear()
+        vs.on_disk = 0
+        return dropped
+
+    def restore(self, vs: VisitState, items: list[bytes], lanes: list[tuple[int, list[bytes], int]]) -> None:
+        """Take back a visit state saved by a checkpoint: ``items`` in fetch order (breadth-first),
+        or, ranked, the URLs to fetch first (out with a fetcher, to retry, due) and each lane's
+        (lane, URLs in memory, count on disk)."""
         self.host_to_visit_state[vs.scheme_authority] = vs
         self._next_id = max(self._next_id, vs.id)
-        for entry in items:
-            self._push(vs, entry)
-        if vs.on_disk and not len(vs.queue):
-            self.emptied(vs)
-
-    def _push(self, vs: VisitState, entry: bytes) -> None:
-        if self.ranked:
-            self.workbench.push_url(vs, entry[1:], priority=entry[0])
+        if vs.lanes is None:
+            for item in items:
+                self.workbench.push_url(vs, item)
         else:
-            self.workbench.push_url(vs, entry)
+            for item in items:
+                self.workbench.push_due(vs, item)
+            for lane, in_memory, on_disk in lanes:
+                for item in in_memory:
+                    self.workbench.push_lane(vs, item, lane)
+                if on_disk:
+                    vs.lanes.spilled(lane, on_disk)
+        if not vs.backlog_in_memory:
+            self.emptied(vs)
 
     def _new(self, scheme_authority: str) -> VisitState:
         self._next_id += 1

@@ -1,11 +1,27 @@
 """The frontier facade: the one object the engine talks to.
 
 It owns the URL cache, the sieve, the workbench, the virtualizer, the distributor, the
-scope (with its trap limits), the URL-shape budget and the crawl policy, and exposes the
-operations of ARCHITECTURE.md's steps: ``discover`` (links in), ``distribute`` (sieve →
-workbench, returns hosts to resolve), ``resolved``/``resolve_failed`` (DNS results in),
-``acquire``/``next_url``/``release`` (the fetch token), ``fetched`` (the policy's hook), and
-``statistics``.
+pending revisits, the scope (with its trap limits), the URL-shape budget and the crawl
+policy, and exposes the operations of ARCHITECTURE.md's steps; the engine uses these public
+methods and nothing else (it reads visit states, it never writes them):
+
+* links in: ``discover`` (scope, policy, cache, trap limits, sieve), ``drop`` (count what the
+  engine's own filters dropped);
+* sieve → workbench: ``distribute`` (returns hosts to resolve), ``wants_flush``/``flush``/
+  ``flush_sieve`` (a forced sieve flush), ``distributor_deadline`` (when to look again);
+* DNS: ``resolved``, ``resolve_failed``/``retry_resolve``, ``refused``, ``readdress``;
+* the fetch token: ``acquire``, ``hand_out``, ``next_deadline``, ``rank`` (ranked mode: which
+  host goes next), ``next_url``, ``release``, ``set_delays`` (live politeness);
+* robots.txt: ``robots_url``, ``robots_redirected``, ``robots_failed``, ``robots_fetched``;
+* outcomes: ``succeeded``, ``failed`` (retries with a doubling back-off, then the policy's
+  ``on_failed``), ``fetched`` (the policy's ``on_fetched``; the revisits both return are
+  scheduled), ``fetcher_waited``;
+* ``checkpoint``/``restore``, ``idle``, ``statistics``, ``close``.
+
+The policy (:mod:`frontier.policy`) costs nothing it does not ask for: ``wants_pages``,
+``wants_context`` and ``wants_document`` tell the engine what to build for it, and the
+breadth-first path (``discover``, ``next_url``, the distributor's placement) does no
+per-URL work for ranking.
 
 Every method is synchronous and takes ``now`` where time matters; the engine performs the
 I/O these calls ask for. Nothing here reads a clock.
@@ -13,20 +29,21 @@ I/O these calls ask for. Nothing here reads a clock.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import xxhash
 
 from frontier import snapshot
 from frontier.distributor import Distributor, DistributorStatistics
 from frontier.page import FetchedPage, LinkContext
-from frontier.policy import BreadthFirst, CrawlPolicy
+from frontier.policies.breadth_first import BreadthFirst
+from frontier.policy import MAX_LANE, CrawlPolicy, Revisit
+from frontier.revisits import BUCKET_SECONDS, MEMORY_LIMIT, RevisitSchedule
 from frontier.scope import Scope
 from frontier.shapes import ShapeBudget
 from frontier.sieve import MercatorSieve
@@ -41,7 +58,7 @@ _fingerprint = xxhash.xxh3_64_intdigest
 
 @dataclass(frozen=True, slots=True)
 class FrontierSettings:
-    """Sizes and delays; ``engine/config.py`` fills these from crawl.toml's [frontier] and [politeness]."""
+    """Sizes and delays; ``engine/parts.py`` fills these from crawl.toml's [frontier], [politeness] and [scope]."""
 
     host_delay: float = 4.0
     ip_delay: float = 0.5
@@ -55,6 +72,7 @@ class FrontierSettings:
     front_step: int = 1000
     sieve_flush_interval: float = 1.0
     max_fetch_retries: int = 5
+    revisits_in_memory: int = MEMORY_LIMIT  # pending revisits beyond this many wait on disk
     fsync: bool = True  # checkpoints survive a power loss, not only a crash
 
 
@@ -73,6 +91,15 @@ class FrontierStatistics:
     drops: dict[str, int] = field(default_factory=dict)
 
 
+class CheckpointMismatch(ValueError):
+    """The checkpoint was taken with another crawl policy: its queues and state are that policy's."""
+
+
+def policy_name(policy: CrawlPolicy) -> str:
+    """The name a checkpoint records for ``policy`` (its class's, for one that never registered)."""
+    return getattr(policy, "name", type(policy).__qualname__)
+
+
 class Frontier:
     """Decides what to fetch next. See the package docstring for the life of a URL."""
 
@@ -89,18 +116,29 @@ class Frontier:
         self._used_before = any(directory.iterdir())  # then a previous process may have fetched just now
         self.directory = directory
         self.settings = settings
-        self.policy = policy or BreadthFirst()
+        self.policy = policy = policy or BreadthFirst(BreadthFirst.Options(), None)
         self.scope = scope or Scope("any")
         self.schedule = schedule  # the schedule filter (frontier/filters); None accepts all
-        self.ranked = self.policy.ranks_urls
-        self._policy_filters = type(self.policy).accept_link is not BreadthFirst.accept_link
+        hooks = type(policy)
+        self._policy_filters = hooks.accept_link is not CrawlPolicy.accept_link
+        # what the engine builds for the policy: nothing, for one that overrides no hook
+        self.wants_pages = hooks.on_fetched is not CrawlPolicy.on_fetched or hooks.on_failed is not CrawlPolicy.on_failed
+        self.wants_context = policy.wants_context
+        self.wants_document = policy.wants_document
+        self.ranked = policy.ranks_urls
         self.cache = UrlCache(settings.url_cache_bytes)
         # A checkpoint, if there is one, says where the sieve and the virtualizer resume from.
-        self._saved: tuple[dict, bytes] | None = None
+        self._saved: tuple[dict[str, Any], bytes, bytes] | None = None
         sieve_from = index_from = None
         if self.checkpoint_path.exists():
-            meta, index_from, hosts = snapshot.read(self.checkpoint_path)
-            sieve_from, self._saved = meta["sieve"], (meta, hosts)
+            meta, index_from, hosts, policy_state = snapshot.read(self.checkpoint_path)
+            taken_with = meta.get("policy", BreadthFirst.name)  # version 1 knew only breadth-first
+            if taken_with != policy_name(policy):
+                raise CheckpointMismatch(
+                    f"{self.checkpoint_path} was taken with the crawl policy {taken_with!r}, not "
+                    f"{policy_name(policy)!r}: resume with policy.name = {taken_with!r}"
+                )
+            sieve_from, self._saved = meta["sieve"], (meta, hosts, policy_state)
         self.sieve = MercatorSieve(
             directory / "sieve", bucket_bytes=settings.sieve_bucket_bytes, fsync=settings.fsync, resume_from=sieve_from
         )
@@ -122,15 +160,14 @@ class Frontier:
             max_urls_per_host=settings.max_urls_per_host,
             required_front=settings.required_front,
             front_step=settings.front_step,
-            ranked=self.ranked,
+            lane_rank=policy.lane_rank if self.ranked else None,
             shapes=self.shapes,
         )
+        self.revisits = RevisitSchedule(self.virtualizer, memory_limit=settings.revisits_in_memory)
         self.resolving = 0
         self.retrying = 0
         self.discovered = 0
         self.cache_hits = 0
-        self._revisits: list[tuple[float, int, bytes]] = []
-        self._revisit_seq = itertools.count()
         self._next_flush = 0.0
 
     # -- checkpoints -------------------------------------------------------------------
@@ -144,8 +181,8 @@ class Frontier:
         """A checkpoint exists: :meth:`restore` will resume from it."""
         return self._saved is not None
 
-    def checkpoint(self, now: float, extra: dict) -> None:
-        """Make the whole frontier durable at once, with the engine's ``extra`` state.
+    def checkpoint(self, now: float, extra: dict[str, Any]) -> None:
+        """Make the whole frontier durable at once, with the engine's ``extra`` state and the policy's.
 
         The sieve and the virtualizer sync their data first; the snapshot file, replaced
         atomically, is the commit; only then do they delete what the previous one needed.
@@ -154,23 +191,23 @@ class Frontier:
         index = self.virtualizer.prepare_checkpoint()
         d = self.distributor
         meta = {
-            "version": 1,
+            "version": 2,
             "sieve": sieve_state,
             "required_front": d.required_front,
             "counters": {"discovered": self.discovered, "cache_hits": self.cache_hits, "drops": dict(self.drops)},
-            # monotonic instants mean nothing to another process: keep what is left to wait
-            "revisits": [[at - now, data.decode("latin-1")] for at, _, data in self._revisits],
+            "revisits": self.revisits.state(now),
+            "policy": policy_name(self.policy),
             "extra": extra,
             "shapes": self.shapes.state() if self.shapes is not None else None,
         }
-        hosts = snapshot.encode_hosts(d.host_to_visit_state.values(), self.ranked)
-        snapshot.write(self.checkpoint_path, meta, index, hosts, fsync=self.settings.fsync)
+        hosts = snapshot.encode_hosts(d.host_to_visit_state.values())
+        snapshot.write(self.checkpoint_path, meta, index, hosts, self.policy.state(), fsync=self.settings.fsync)
         self.sieve.commit_checkpoint(sieve_state)
         self.virtualizer.commit_checkpoint(index)
 
     def restore(
         self, now: float, rules: Callable[[bytes, float], Rules | None] | None = None
-    ) -> tuple[list[VisitState], dict]:
+    ) -> tuple[list[VisitState], dict[str, Any]]:
         """Resume from the checkpoint: returns the visit states to resolve and the engine's extra.
 
         The previous process may have fetched any host or IP just before it died, even with
@@ -179,14 +216,15 @@ class Frontier:
 
         ``rules(saved, fetched)`` turns a host's saved robots.txt rules and their wall-clock
         fetch time back into the engine's rules, or None if they are to be fetched again
-        (expired); without it every robots.txt is fetched again.
+        (expired); without it every robots.txt is fetched again. The policy gets its state
+        back (``CrawlPolicy.restore``).
         """
         if self._used_before:
             self.workbench.not_before = now + self.settings.ip_delay
             self.distributor.not_before = now + self.settings.host_delay
         if self._saved is None:
             return [], {}
-        meta, hosts = self._saved
+        meta, hosts, policy_state = self._saved
         self._saved = None
         d = self.distributor
         d.required_front = max(d.required_front, meta["required_front"])
@@ -195,8 +233,11 @@ class Frontier:
         self.drops.update(counters["drops"])
         if self.shapes is not None and meta.get("shapes"):  # a checkpoint taken with the budget off has none
             self.shapes.load(meta["shapes"])
-        for delay, data in meta["revisits"]:
-            heapq.heappush(self._revisits, (now + delay, next(self._revisit_seq), data.encode("latin-1")))
+        revisits = meta["revisits"]
+        if meta["version"] == 1:  # revisits were all in memory
+            revisits = {"base": 0.0, "bucket_seconds": BUCKET_SECONDS, "memory": revisits, "buckets": []}
+        self.revisits.restore(revisits, now)
+        self.policy.restore(policy_state)
         to_resolve = []
         for saved in snapshot.decode_hosts(hosts):
             vs = VisitState(saved.id, saved.scheme_authority, saved.host_delay, ranked=self.ranked)
@@ -204,13 +245,15 @@ class Frontier:
             vs.next_fetch = now + saved.host_delay
             if saved.robots is not None and rules is not None:
                 vs.robots, vs.robots_fetched = rules(saved.robots, saved.robots_fetched), saved.robots_fetched
-            d.restore(vs, [] if saved.purged else saved.items)
             if saved.purged:
+                d.restore(vs, [], [])
                 vs.transition("purge")
-            elif vs.has_work or vs.on_disk:
+                continue
+            d.restore(vs, saved.items, saved.lanes or [])
+            if vs.has_work or vs.on_disk:
                 vs.transition("resolve")
                 to_resolve.append(vs)
-            # else it stays NEW until a URL for it arrives (Distributor._place resolves it then)
+            # else it stays NEW until a URL for it arrives (Distributor._host resolves it then)
         self.resolving += len(to_resolve)
         return to_resolve, meta["extra"]
 
@@ -258,12 +301,16 @@ class Frontier:
             if reason is not None:
                 self.drops[reason] += 1
                 continue
-            if self.ranked:
-                data = bytes([max(0, min(255, policy.priority(url, parent, context)))]) + data
+            if self.ranked:  # the lane travels with the URL, 2 bytes ahead of it
+                data = max(0, min(MAX_LANE, policy.priority(url, parent, context))).to_bytes(2, "big") + data
             enqueue(data, fp)
             accepted += 1
         self.discovered += accepted
         return accepted
+
+    def drop(self, reason: str, n: int = 1) -> None:
+        """Count ``n`` URLs the engine dropped itself (its follow and fetch filters) under ``reason``."""
+        self.drops[reason] += n
 
     # -- step 2: distribution ----------------------------------------------------------
 
@@ -277,19 +324,38 @@ class Frontier:
             and self.distributor.wants_sieve()
         )
 
+    def flush(self) -> None:
+        """Run the forced sieve flush :meth:`wants_flush` asked for (it stops the loop: the engine times it)."""
+        self.sieve.flush()
+
     def flush_sieve(self, started: float, ended: float) -> None:
         """Record a forced flush the engine ran from ``started`` to ``ended`` (BUbiNG: wait 10× its cost)."""
         self._next_flush = ended + max(self.settings.sieve_flush_interval, 10 * (ended - started))
 
     def distribute(self, now: float, budget: int = 1000) -> list[VisitState]:
-        """Move URLs towards the workbench; returns new visit states the engine must resolve."""
+        """Move URLs towards the workbench, and up to ``budget`` due revisits to the front of their
+        hosts' queues; returns new visit states the engine must resolve."""
         new_hosts = self.distributor.step(budget)
-        while self._revisits and self._revisits[0][0] <= now:
-            vs = self.distributor.place_revisit(heapq.heappop(self._revisits)[2])
+        for url in self.revisits.due(now, budget):
+            vs = self.distributor.place_revisit(url)
             if vs is not None:
                 new_hosts.append(vs)
         self.resolving += len(new_hosts)
         return new_hosts
+
+    def distributor_deadline(self, now: float) -> float:
+        """When the distributor should look again, unless woken: in a second; sooner while URLs wait
+        in the sieve's bucket and none is ready (a flush may be due), and no later than the next revisit."""
+        sieve = self.sieve
+        wake = now + 1.0
+        if sieve.pending_count and not sieve.ready_count:
+            wake = now + max(0.01, self.settings.sieve_flush_interval)
+        revisit = self.revisits.next_time()
+        return wake if revisit is None else min(wake, revisit)
+
+    def next_revisit(self) -> float | None:
+        """When the earliest pending revisit may fall due, if any."""
+        return self.revisits.next_time()
 
     # -- step 3: DNS ---------------------------------------------------------------------
 
@@ -331,12 +397,11 @@ class Frontier:
 
     def purge(self, vs: VisitState, reason: str) -> None:
         """Forget a host's queued URLs (memory and disk); later URLs of it are dropped."""
-        dropped = self.workbench.drop_urls(vs) + self.virtualizer.remove(vs.id)
+        dropped = self.workbench.drop_urls(vs) + self.distributor.forget_disk(vs)
         if vs.retry_path is not None:
             vs.retry_path = None
             self.retrying -= 1
             dropped += 1
-        vs.on_disk = 0
         if vs.entry is not None and vs.phase is not Phase.ACQUIRED:
             self.workbench.detach(vs)
         vs.transition("purge")
@@ -345,20 +410,43 @@ class Frontier:
     # -- step 4: fetching ----------------------------------------------------------------
 
     def acquire(self, now: float) -> VisitState | None:
+        """A visit state host and IP politeness allow to fetch now, if any (then call :meth:`hand_out`)."""
         return self.workbench.acquire(now)
 
+    def hand_out(self, vs: VisitState, now: float) -> bool:
+        """True: give the acquired ``vs`` to the fetchers. False: its address expired, so it was
+        handed back unfetched and the engine must resolve it again (:meth:`resolved` then)."""
+        if vs.address_due(now):
+            self.readdress(vs)
+            return False
+        vs.ip_used = True
+        return True
+
+    def rank(self, vs: VisitState) -> float:
+        """Ranked mode: the policy's rank of the host's next URL (lower goes first). A URL to retry
+        or a due revisit goes before any lane: -inf."""
+        if vs.retry_path is not None or vs.due is not None:
+            return -math.inf
+        lanes = vs.lanes
+        if lanes is None or not (lanes.memory or lanes.disk):
+            return math.inf
+        ranks = self.distributor.lane_ranks(vs)
+        return ranks(lanes.best(ranks))
+
     def next_deadline(self) -> float | None:
+        """When the workbench's first host becomes polite to fetch (maybe in the past), or None."""
         return self.workbench.next_deadline()
 
-    def next_revisit(self) -> float | None:
-        """When the earliest revisit falls due, if any (the distributor should wake then)."""
-        return self._revisits[0][0] if self._revisits else None
-
     def next_url(self, vs: VisitState) -> str:
-        """The next URL of an acquired visit state (a failed one being retried comes first)."""
+        """The next URL of an acquired visit state: a failed one being retried, then due revisits,
+        then the backlog (ranked: the first of the lane of best rank, read from disk if it is there)."""
         if vs.retry_path is not None:
             path_query, vs.retry_path = vs.retry_path, None
             self.retrying -= 1
+        elif vs.due is not None:
+            path_query = self.workbench.pop_due(vs)
+        elif vs.lanes is not None:
+            path_query = self._next_in_lanes(vs)
         else:
             path_query = self.workbench.pop_url(vs)
             if not len(vs.queue):
@@ -366,24 +454,88 @@ class Frontier:
         vs.in_flight = path_query
         return vs.scheme_authority + path_query.decode()
 
+    def _next_in_lanes(self, vs: VisitState) -> bytes:
+        lanes = vs.lanes
+        assert lanes is not None
+        lane = lanes.best(self.distributor.lane_ranks(vs))
+        if lane not in lanes.memory:
+            self.distributor.refill_lane(vs, lane)
+        path_query = self.workbench.pop_lane(vs, lane)
+        if not len(lanes):
+            self.distributor.emptied(vs)
+        return path_query
+
     def release(self, vs: VisitState, end: float, *, host_next: float | None = None, ip_next: float | None = None) -> None:
+        """Give back an acquired visit state; its host and IP delays count from ``end`` (see
+        ``Workbench.release``). ``host_next=vs.next_fetch`` hands it back without charging the host."""
         vs.in_flight = None
         self.workbench.release(vs, end, host_next=host_next, ip_next=ip_next)
 
-    def failed(self, vs: VisitState, url: str, end: float, *, backoff: float, breaks_host: bool) -> None:
-        """A fetch failed remotely: retry the URL after a doubling back-off, then give up."""
-        vs.retries += 1
-        if vs.retries > self.settings.max_fetch_retries:
+    def set_delays(self, *, host_delay: float | None = None, ip_delay: float | None = None) -> None:
+        """Change politeness live, from each host's and IP's next fetch on: a host waits the larger
+        of ``host_delay`` and its robots.txt Crawl-delay."""
+        if host_delay is not None:
+            self.distributor.host_delay = host_delay
+            for vs in self.distributor.host_to_visit_state.values():
+                crawl_delay = vs.robots.crawl_delay if vs.robots is not None else None
+                vs.host_delay = max(host_delay, crawl_delay or 0.0)
+        if ip_delay is not None:
+            self.workbench.ip_delay = ip_delay
+
+    # -- robots.txt (step 6) ---------------------------------------------------------------
+
+    def robots_url(self, vs: VisitState) -> str:
+        """Where the host's robots.txt is fetched from now (a redirect on the same host moves it)."""
+        return vs.scheme_authority + vs.robots_path
+
+    def robots_redirected(self, vs: VisitState, path: str, end: float) -> None:
+        """robots.txt redirected to ``path`` on the same host: the next hop is fetched at the host's next turn."""
+        vs.robots_path = path
+        vs.robots_hops += 1
+        self.release(vs, end)
+
+    def robots_failed(self, vs: VisitState, end: float, backoff: float) -> bool:
+        """Fetching robots.txt failed remotely. True: it will be retried after a back-off (as for
+        :meth:`failed`) and the host was released. False: retries ran out; the engine then calls
+        :meth:`robots_fetched` with rules for an unreachable robots.txt."""
+        return self._back_off(vs, end, backoff)
+
+    def robots_fetched(self, vs: VisitState, rules: Rules, fetched_wall: float, end: float) -> None:
+        """The host's robots.txt rules, fetched at wall-clock ``fetched_wall`` (they outlive the
+        process), take effect; its delay becomes the larger of the politeness delay and their
+        Crawl-delay, and the host is released."""
+        vs.robots, vs.robots_fetched = rules, fetched_wall
+        vs.robots_path, vs.robots_hops, vs.retries = "/robots.txt", 0, 0
+        vs.host_delay = max(self.distributor.host_delay, rules.crawl_delay or 0.0)
+        self.release(vs, end)
+
+    # -- outcomes ----------------------------------------------------------------------------
+
+    def failed(self, vs: VisitState, url: str, end: float, *, backoff: float, breaks_host: bool, error: str) -> None:
+        """A fetch failed remotely (``error``, the kind): retry the URL after a doubling back-off,
+        then give up (the host is purged if the error ``breaks_host``); the policy hears of each."""
+        final = not self._back_off(vs, end, backoff, retry=split(url)[1].encode())
+        if final:
             vs.retries = 0
             if breaks_host:
                 self.purge(vs, "unreachable")
             else:
                 self.drops["fetch_failed"] += 1
             self.release(vs, end)
-            return
-        vs.retry_path = split(url)[1].encode()
-        self.retrying += 1
+        self._schedule(self.policy.on_failed(url, error, end, final))
+
+    def _back_off(self, vs: VisitState, end: float, backoff: float, *, retry: bytes | None = None) -> bool:
+        """Count a failed fetch of ``vs``. While retries are left, release it for another try after
+        ``backoff`` doubled at each failure (at least its delay), ``retry`` (a path) first, and
+        return True; False once they ran out (``vs`` is still acquired)."""
+        vs.retries += 1
+        if vs.retries > self.settings.max_fetch_retries:
+            return False
+        if retry is not None:
+            vs.retry_path = retry
+            self.retrying += 1
         self.release(vs, end, host_next=end + max(vs.host_delay, backoff * (1 << (vs.retries - 1))))
+        return True
 
     def succeeded(self, vs: VisitState) -> None:
         vs.retries = 0
@@ -392,13 +544,15 @@ class Frontier:
     def fetcher_waited(self) -> None:
         self.distributor.fetcher_waited()
 
-    def fetched(self, page: FetchedPage) -> None:
-        """Give a fetched page to the policy and schedule the revisits it asks for."""
-        for revisit in self.policy.on_fetched(page):
-            data = revisit.url.encode()
-            if self.ranked:
-                data = b"\x00" + data
-            heapq.heappush(self._revisits, (revisit.at, next(self._revisit_seq), data))
+    def fetched(self, page: FetchedPage, now: float) -> None:
+        """Show a response of a page URL (any status) to the policy and schedule the revisits it asks for.
+
+        The engine calls it only when :attr:`wants_pages`, before offering the page's links."""
+        self._schedule(self.policy.on_fetched(page, now))
+
+    def _schedule(self, revisits: Iterable[Revisit]) -> None:
+        for revisit in revisits:
+            self.revisits.add(revisit.url.encode(), revisit.at)
 
     # -- summaries -------------------------------------------------------------------------
 
@@ -412,7 +566,7 @@ class Frontier:
             and self.retrying == 0
             and wb.statistics().acquired == 0
             and self.resolving == 0
-            and not self._revisits
+            and not len(self.revisits)
             and self.virtualizer.statistics().items == 0
         )
 
@@ -424,9 +578,9 @@ class Frontier:
             sieve_known=sieve.known_count,
             sieve_pending=sieve.pending_count,
             sieve_ready=sieve.ready_count,
-            disk_urls=self.virtualizer.statistics().items,
+            disk_urls=self.virtualizer.statistics().items - self.revisits.on_disk,
             resolving=self.resolving,
-            revisits=len(self._revisits),
+            revisits=len(self.revisits),
             discovered=self.discovered,
             cache_hits=self.cache_hits,
             drops=dict(self.drops),

@@ -2,7 +2,8 @@
 
 These are the typed payloads of the policy hooks (see :mod:`frontier.policy`): what the
 engine knows about a link (its context in the parent page) and about a fetched page.
-They are built by ``engine/parse.py`` and ``engine/agent.py``; the frontier only reads them.
+They are built by ``engine/parse.py`` and ``engine/pipeline.py``; the frontier and the
+policy only read them.
 """
 
 from __future__ import annotations
@@ -29,11 +30,16 @@ class LinkContext:
 
 @dataclass(frozen=True, slots=True)
 class FetchedPage:
-    """A fetched response as the crawl policy sees it.
+    """A fetched response as the crawl policy sees it (every status, redirects included).
 
-    ``body`` is the decoded payload (content-encoding removed, possibly truncated),
-    ``headers`` the response headers with lower-case names. ``document`` is the parsed lxml
-    root element for HTML pages when the policy asked for it, else ``None``.
+    ``body`` is the decoded payload (content-encoding removed, possibly truncated; empty for
+    a redirect), ``headers`` the response headers with lower-case names. ``fetched_at`` is
+    wall-clock seconds, the WARC record's date: never compare it with the hooks' ``now``.
+    ``document`` is the parsed lxml root element of an HTML page when the policy sets
+    ``wants_document``, else ``None``. ``links`` are the page's canonical links in page
+    order (empty if it was not parsed), ``contexts`` their :class:`LinkContext`, one per
+    link, when the policy sets ``wants_context``. ``redirect`` is the canonical target of a
+    redirect, else ``None``.
     """
 
     url: str
@@ -42,3 +48,6 @@ class FetchedPage:
     body: bytes
     fetched_at: float
     document: Any = None
+    links: tuple[str, ...] = ()
+    contexts: tuple[LinkContext, ...] | None = None
+    redirect: str | None = None

@@ -1,75 +1,119 @@
-"""The crawl-policy interface: the one place a crawl strategy plugs into the frontier.
+"""The crawl-policy seam: the one place a crawl strategy plugs into the frontier.
 
-The engine calls a policy at two named points and nowhere else; a policy never decides
-control flow, never does I/O and never sees the workbench. Politeness, robots.txt, the
-sieve's exactly-once guarantee and scope are enforced around it and cannot be bypassed.
+A policy is a subclass of :class:`CrawlPolicy` that overrides only the hooks it needs; the
+defaults do nothing, and a policy that overrides none of them costs the crawl nothing. A
+policy never does I/O (it may read its ``model`` once, in ``__init__``), never reads a clock
+(time comes in as ``now``), never decides control flow and never sees the workbench:
+politeness, robots.txt, the sieve's exactly-once guarantee and scope are enforced around it.
 
-1. **A link was discovered** — ``accept_link(url, parent, context)``, for every canonical
-   link of a fetched page (and for seeds and redirect targets, with ``parent=None``)
-   *before* the URL cache and the sieve. Return ``None`` to accept, or a short reason
-   string to drop it; drops are counted per reason in the crawl's statistics
-   (``policy_drops``). ``context`` is a :class:`~frontier.page.LinkContext` (tag path with
-   CSS classes, anchor text) only when the policy sets ``wants_context``; otherwise it is
-   ``None`` and the engine never computes it, so the default policy pays nothing.
+**Declaring a policy** (class attributes)
 
-   If ``ranks_urls`` is set, ``priority(url, parent, context)`` is called for accepted links
-   and the int it returns (0–255, lower is fetched first) orders the URL *within its host*;
-   equal priorities stay in discovery order. The default (``ranks_urls = False``) is
-   BUbiNG's per-host breadth-first order: first discovered, first fetched. Priorities
-   travel through the sieve with the URL. URLs spilled to disk by the workbench
-   virtualizer come back in discovery order and are ranked again when refilled.
+* ``name``: its registry key, chosen with ``policy.name`` in crawl.toml or ``--policy``.
+  Defining the class registers it; see *Finding policies* below.
+* ``Options``: a frozen dataclass of the policy's own keys with their defaults (the other
+  keys of crawl.toml's ``[policy]`` table, or ``--set policy.KEY=VALUE``). Field types are
+  ``int``, ``float``, ``bool``, ``str`` or a ``list`` of one of those; an int is accepted for
+  a float. Default: no keys.
+* ``wants_context``: links come with their :class:`~frontier.page.LinkContext` (the engine
+  computes it only then). ``wants_document``: a fetched page comes with its parsed lxml
+  document. ``ranks_urls``: the policy orders URLs (``priority`` and ``lane_rank``).
+* ``__init__(options, model)``: ``options`` is an instance of its ``Options``, validated;
+  ``model`` the path of ``policy.model`` (a file or folder an offline learner wrote), or None.
 
-2. **A page was fetched** — ``on_fetched(page)``, with a :class:`~frontier.page.FetchedPage`
-   (status, headers, decoded body, and the parsed lxml document when the policy sets
-   ``wants_document``). The policy updates its own state (a cluster graph, a learned
-   structure model, change statistics) and may return :class:`Revisit` requests: "fetch
-   this URL again at time T". Revisits bypass the sieve (which would drop a seen URL) and
-   enter their host's queue when due, still under host and IP politeness.
+**Hooks** (the frontier calls them; all pure)
 
-Shipped policies: :class:`BreadthFirst` (the default). Social-site strategies
-(cluster-graph crawling, SOUrCe, freshness-driven recrawl) are further modules
-implementing this protocol, chosen by ``policy.name`` in crawl.toml.
+1. ``accept_link(url, parent, context) -> str | None``, for every canonical link of a fetched
+   page (and for seeds and redirect targets, with ``parent=None``), after scope and before
+   the URL cache and the sieve. ``None`` accepts; a short reason string drops the link and
+   is counted under that reason in the crawl's drops.
+2. ``priority(url, parent, context) -> int``, only with ``ranks_urls``, for each accepted new
+   link: its *lane*, 0–65535, stored with the URL through the sieve and the virtualizer.
+   Each host keeps one first-in-first-out queue per lane, in memory and on disk.
+3. ``lane_rank(scheme_authority, lane) -> float``, only with ``ranks_urls``, asked each time the
+   frontier chooses a host's next URL (the lane of lowest rank that has URLs goes first) and
+   which host goes next among those polite now (the best rank of each). Lower goes first;
+   the default is ``float(lane)``. Ranks may change as the policy learns: they are never
+   stored.
+4. ``on_fetched(page, now) -> Iterable[Revisit]``, for every response to a page URL (any
+   status; a redirect has ``page.redirect``, its canonical target), before the page's links
+   are offered to ``accept_link``, so a policy has classified a page before it judges its
+   links.
+5. ``on_failed(url, error, now, final) -> Iterable[Revisit]``: a fetch of ``url`` failed with
+   ``error`` (an ``engine.errors`` kind such as ``"connect"``); ``final`` is True when no
+   retry is left.
+6. ``state() -> bytes`` and ``restore(state)``: what the policy has learned, saved in the
+   frontier's checkpoint and given back when the crawl resumes (defaults: nothing).
+
+A :class:`Revisit` asks for ``url`` to be fetched again at ``at``, a time on the frontier's
+clock: the ``now`` the hooks receive (monotonic seconds; never the page's ``fetched_at``,
+which is wall-clock). It bypasses the sieve (which would drop a seen URL) and, once due,
+goes ahead of its host's backlog, still under host and IP politeness.
+
+**Finding policies.** A subclass with a ``name`` registers itself when its module is
+imported. Asked for a name not registered yet, :func:`build` and :func:`check` import every
+module of the :mod:`frontier.policies` package and every entry point of the
+``crawl.policies`` group (another package's ``[project.entry-points."crawl.policies"]``), so
+adding a policy takes one new module and no edit here or in the engine. Two modules may not
+register the same name. Offline learners that write ``model`` belong in ``tools/``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+import importlib
+import importlib.metadata
+import pkgutil
+import typing
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import Any, ClassVar
 
 from frontier.page import FetchedPage, LinkContext
+
+ENTRY_POINTS = "crawl.policies"
+MAX_LANE = 0xFFFF
+
+
+class PolicyError(ValueError):
+    """A policy name or option is wrong; ``key`` names it (``name`` or the option)."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{key}: {problem}")
+        self.key = key
+        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
 class Revisit:
-    """Fetch ``url`` again once the monotonic clock reaches ``at``."""
+    """Fetch ``url`` again once the frontier's clock (the hooks' ``now``) reaches ``at``."""
 
     url: str
     at: float
 
 
-class CrawlPolicy(Protocol):
-    """What a crawl strategy implements. See the module docstring for when each is called."""
-
-    name: str
-    wants_context: bool
-    wants_document: bool
-    ranks_urls: bool
-
-    def accept_link(self, url: str, parent: str | None, context: LinkContext | None) -> str | None: ...
-
-    def priority(self, url: str, parent: str | None, context: LinkContext | None) -> int: ...
-
-    def on_fetched(self, page: FetchedPage) -> Sequence[Revisit]: ...
+@dataclass(frozen=True, slots=True)
+class NoOptions:
+    """The options of a policy that has none."""
 
 
-class BreadthFirst:
-    """BUbiNG's policy: accept every link the filters let through, fetch each host breadth-first."""
+class CrawlPolicy:
+    """A crawl strategy; every hook defaults to doing nothing. See the module docstring."""
 
-    name = "breadth-first"
-    wants_context = False
-    wants_document = False
-    ranks_urls = False
+    name: ClassVar[str]
+    Options: ClassVar[type] = NoOptions
+    wants_context: ClassVar[bool] = False
+    wants_document: ClassVar[bool] = False
+    ranks_urls: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            _register(cls)
+
+    def __init__(self, options: object, model: Path | None) -> None:
+        self.options = options
+        self.model = model
 
     def accept_link(self, url: str, parent: str | None, context: LinkContext | None) -> str | None:
         return None
@@ -77,18 +121,125 @@ class BreadthFirst:
     def priority(self, url: str, parent: str | None, context: LinkContext | None) -> int:
         return 0
 
-    def on_fetched(self, page: FetchedPage) -> Sequence[Revisit]:
+    def lane_rank(self, scheme_authority: str, lane: int) -> float:
+        return float(lane)
+
+    def on_fetched(self, page: FetchedPage, now: float) -> Iterable[Revisit]:
         return ()
 
+    def on_failed(self, url: str, error: str, now: float, final: bool) -> Iterable[Revisit]:
+        return ()
 
-POLICIES: dict[str, Callable[[], CrawlPolicy]] = {
-    BreadthFirst.name: BreadthFirst,
+    def state(self) -> bytes:
+        return b""
+
+    def restore(self, state: bytes) -> None:
+        pass
+
+
+# -- the registry ------------------------------------------------------------------------
+
+_registry: dict[str, type[CrawlPolicy]] = {}
+_searched = False
+
+
+def _register(cls: type[CrawlPolicy]) -> None:
+    taken = _registry.get(cls.name)
+    # a module imported again (a test's reload) replaces its own class; another module may not
+    if taken is not None and (taken.__module__, taken.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise TypeError(f"policy name {cls.name!r} of {cls.__module__}.{cls.__qualname__} is taken by "
+                        f"{taken.__module__}.{taken.__qualname__}")
+    _registry[cls.name] = cls
+
+
+def _search() -> None:
+    """Import every module that may hold a policy, once: frontier/policies/ and the entry points."""
+    global _searched
+    if _searched:
+        return
+    import frontier.policies as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        entry_point.load()  # a module or a class: importing it registers its policies
+    _searched = True
+
+
+def known() -> list[str]:
+    """The names of every policy that can be built."""
+    _search()
+    return sorted(_registry)
+
+
+def _policy_class(name: str) -> type[CrawlPolicy]:
+    cls = _registry.get(name)
+    if cls is None:
+        _search()
+        cls = _registry.get(name)
+    if cls is None:
+        raise PolicyError("name", f"unknown policy {name!r}; known: {', '.join(known())}")
+    return cls
+
+
+# -- options -------------------------------------------------------------------------------
+
+# each option type: how an error names one value of it, and a list of them
+_SCALARS: dict[type, tuple[str, str]] = {
+    int: ("an integer", "integers"),
+    float: ("a number", "numbers"),
+    bool: ("true or false", "booleans"),
+    str: ("a string", "strings"),
 }
 
 
-def make_policy(name: str) -> CrawlPolicy:
-    """The policy registered under ``name``; raises KeyError listing the known names."""
-    try:
-        return POLICIES[name]()
-    except KeyError:
-        raise KeyError(f"unknown crawl policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+def _fits(value: Any, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def _convert(cls: type[CrawlPolicy], key: str, kind: Any, value: Any) -> Any:
+    """``value`` as the field's type wants it (an int becomes a float); PolicyError if it does not fit."""
+    if kind in _SCALARS:
+        if not _fits(value, kind):
+            raise PolicyError(key, f"expected {_SCALARS[kind][0]}, got {value!r}")
+        return float(value) if kind is float else value
+    if typing.get_origin(kind) is list and typing.get_args(kind)[0] in _SCALARS:
+        item = typing.get_args(kind)[0]
+        if not isinstance(value, list) or not all(_fits(v, item) for v in value):
+            raise PolicyError(key, f"expected a list of {_SCALARS[item][1]}, got {value!r}")
+        return [float(v) for v in value] if item is float else list(value)
+    raise TypeError(f"policy {cls.name!r}: option {key!r} has type {kind!r}; "
+                    f"options are int, float, bool, str or a list of one of those")
+
+
+def _options(cls: type[CrawlPolicy], given: Mapping[str, Any]) -> object:
+    """The policy's ``Options`` built from ``given``, each key checked against its declared type."""
+    fields = {f.name: f for f in dataclasses.fields(cls.Options)}
+    types = typing.get_type_hints(cls.Options)
+    for key in given:
+        if key not in fields and fields:
+            raise PolicyError(key, f"unknown key for policy {cls.name!r} (known: {', '.join(sorted(fields))})")
+        if key not in fields:
+            raise PolicyError(key, f"unknown key: policy {cls.name!r} has no keys of its own")
+    values = {}
+    for key, f in fields.items():
+        if key in given:
+            values[key] = _convert(cls, key, types[key], given[key])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise PolicyError(key, f"policy {cls.name!r} needs this key")
+    return cls.Options(**values)
+
+
+def check(name: str, options: Mapping[str, Any]) -> None:
+    """Raise PolicyError if ``name`` is no policy or ``options`` do not fit it (nothing is built or read)."""
+    _options(_policy_class(name), options)
+
+
+def build(name: str, model: Path | None, options: Mapping[str, Any]) -> CrawlPolicy:
+    """The policy registered as ``name``, with its options validated and its model read."""
+    cls = _policy_class(name)
+    return cls(_options(cls, options), model)

@@ -24,7 +24,7 @@ are bounded by the frontier's per-shape budget instead (``frontier/shapes.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from frontier.filters import compile_filter
 from frontier.urls import host_of, split
@@ -38,7 +38,7 @@ class Scope:
     def __init__(
         self,
         mode: str,
-        seeds: list[str] = (),  # type: ignore[assignment]
+        seeds: Iterable[str] = (),
         *,
         max_url_length: int = 0,
         max_path_depth: int = 0,

@@ -8,37 +8,14 @@ file; a *flush* sorts the bucket, merges it into the sorted file of every known 
 and appends the new URLs, in arrival order, to the on-disk *ready queue* that ``dequeue``
 reads. All big file access is sequential.
 
-File layout (one directory per sieve)
--------------------------------------
-``store``            64-byte header (magic, known count, committed end of the ready queue as
-                     segment and offset, epoch of the aux file it consumed, flush count,
-                     xxh32 of the header), then the fingerprints of all known URLs: sorted,
-                     unique, little-endian uint64, 8 B per known URL.
-``aux``              16-byte header (magic, epoch), then frames of the URLs enqueued since the
-                     last flush with their fingerprints, in arrival order: the on-disk half of
-                     the bucket. Record i of ``aux`` is slot i of the bucket.
-``ready.NNNNNNNN``   the ready queue, in segments: frames of the URLs that passed the sieve.
-                     A flush starts a new segment once the current one exceeds
-                     ``segment_bytes``; segments wholly before the checkpointed read position
-                     are deleted by ``checkpoint``.
-``state.json``       the read position of the ready queue (segment, frame offset, index in the
-                     frame), written by ``checkpoint`` and ``close`` only.
-
-A *frame* is a 16-byte header ``magic, count, nbytes, xxh32(payload, seed=count)`` (u32 each)
-and a payload of ``count`` fingerprints (u64, aux only), ``count`` lengths (u32) and
-``nbytes`` bytes of URLs. A frame holds up to ``frame_urls`` URLs and is written with one
-system call; the checksum detects a torn or garbled frame, which is dropped with everything
-after it. Replacements (``store~``, ``state.json~``) are written aside and renamed over the
-original; ``aux`` is emptied in place once a flush has consumed it.
+The files (``store``, ``aux``, the ``ready.NNNNNNNN`` segments, ``state.json``) and their
+frames are described in :mod:`frontier.sieve_files`.
 
 Flush (when the bucket is full, inside ``enqueue``, or on ``flush()``)
 ---------------------------------------------------------------------
-1. The bucket is cut into 16 ranges of the hash space (if it holds over 65,536 URLs), so the
-   sort's temporaries stay about 1/16 of the bucket. Each range is stable-argsorted;
-   duplicates within it are dropped, keeping the earliest arrival; the survivors are merged
-   with the same range of ``store``, read sequentially in 4 MiB chunks, into ``store~``
-   (``np.searchsorted`` finds the known ones, ``np.insert`` merges the new ones). New
-   arrivals are marked in a mask over the bucket.
+1. The bucket is sorted, deduplicated and merged with ``store`` into ``store~``, reading the
+   store sequentially in 4 MiB chunks (:mod:`frontier.sieve_merge`). New arrivals are marked
+   in a mask over the bucket.
 2. ``aux`` is read sequentially and the URLs at marked positions are appended, in arrival
    order, to the ready segment (a byte mask built with ``np.repeat`` selects them frame by
    frame, with no per-URL Python code).
@@ -93,34 +70,47 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import struct
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 import xxhash
 
+from frontier.sieve_files import (
+    AUX_HEADER,
+    STORE_HEADER,
+    U32,
+    U64,
+    SieveCorrupted,
+    StoreHeader,
+    aux_frame,
+    aux_header,
+    frame_count,
+    frames,
+    open_or_none,
+    parse_state,
+    read_ready_frame,
+    read_state,
+    read_store_header,
+    reload_aux,
+    split_urls,
+    store_header,
+    walk_frames,
+    write_ready_frame,
+)
+from frontier.sieve_merge import merge_bucket
+from store.durable import fsync_path, replace_file
 from store.errors import append_whole, full_when_no_room, preallocate
 
+__all__ = ["SLOT_BYTES", "MercatorSieve", "ReadyOffset", "SieveCorrupted", "SieveStatistics", "fingerprint"]
+
 _xxh3 = xxhash.xxh3_64_intdigest
-_xxh32 = xxhash.xxh32_intdigest
 
 SLOT_BYTES = 16  # bucket RAM per slot: 8 B fingerprint + a flush's mask and sort temporaries
-CHUNK = 1 << 19  # fingerprints per store chunk read or written by a flush (4 MiB)
-RANGES = 16  # a flush sorts the bucket in this many ranges of the hash space ...
-RANGES_ABOVE = 1 << 16  # ... when it holds more than this many URLs
-U64 = np.dtype("<u8")
-U32 = np.dtype("<u4")
-
-_FRAME = struct.Struct("<IIII")  # magic, count, nbytes, xxh32(payload, seed=count)
-_FRAME_MAGIC = 0x31524653  # b"SFR1"
-_STORE = struct.Struct("<8sQQQQQ")  # magic, known, ready segment, ready end, aux epoch, flushes
-_STORE_MAGIC = b"SIEVSTO1"
-_STORE_HEADER = 64  # _STORE, then xxh32 of it (u32), then zeros
-_AUX = struct.Struct("<8sQ")  # magic, epoch
-_AUX_MAGIC = b"SIEVAUX1"
 
 
 def fingerprint(url: bytes) -> int:
@@ -128,16 +118,12 @@ def fingerprint(url: bytes) -> int:
     return _xxh3(url)
 
 
-class SieveCorrupted(Exception):
-    """A sieve file is damaged in a way no process crash can cause (a power loss, a bad disk)."""
-
-
 class ReadyOffset(NamedTuple):
-    """A position in the ready queue: segment number, frame offset in it, index in the frame."""
+    """A position in the ready queue: segment number, frame offset in it, item's index in the frame."""
 
     segment: int
     offset: int
-    index: int
+    item: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +161,22 @@ class MercatorSieve:
         "_read_seg", "_read_off", "_reader", "_buffer", "_buffer_index", "_buffer_size", "_skip",
         "_dequeued", "_last_flush", "_lost_on_open", "_corrupt_frames",
     )  # fmt: skip
+    # Set when the files are opened (_open_ready, _open_aux), and kept up to date after:
+    _fps: array[int]  # the bucket's fingerprints, ``bucket_slots`` of them (more after a reload)
+    _pending: int  # bucket slots in use
+    _frame: list[bytes]  # URLs of the RAM frame: slots ``_frame_start`` to ``_pending``
+    _frame_start: int
+    _stop: int  # the slot at which the RAM frame or the bucket is full
+    _aux_epoch: int
+    _segment_ends: dict[int, int]  # committed end of each ready segment from the read position on
+    _ready_count: int
+    _read_seg: int
+    _read_off: int  # offset of the buffered frame
+    _buffer: list[bytes]  # the URLs of the frame at the read position
+    _buffer_index: int  # the next of them to hand out
+    _buffer_size: int  # the buffered frame's size in bytes
+    _skip: int  # URLs already handed out of the frame at the read position, before it is buffered
+    _dequeued: int
 
     def __init__(
         self,
@@ -184,7 +186,7 @@ class MercatorSieve:
         segment_bytes: int = 64 << 20,
         frame_urls: int = 1024,
         fsync: bool = True,
-        resume_from: dict | None = None,
+        resume_from: Mapping[str, Any] | None = None,
     ) -> None:
         if bucket_bytes < SLOT_BYTES:
             raise ValueError(f"bucket_bytes must be at least {SLOT_BYTES}, got {bucket_bytes}")
@@ -204,7 +206,8 @@ class MercatorSieve:
         self._lost_on_open = self._corrupt_frames = 0
         for leftover in ("store~", "aux~", "state.json~"):
             (self.directory / leftover).unlink(missing_ok=True)
-        self._read_store_header()
+        header = read_store_header(self.directory / "store")
+        self._known, self._ready_seg, self._ready_end, self._aux_consumed, self._flushes = header
         with full_when_no_room(self.directory):
             self._open_ready(resume_from)
             self._open_aux()
@@ -238,37 +241,41 @@ class MercatorSieve:
             return 0
         self._write_frame()
         fps = np.frombuffer(self._fps, dtype=np.uint64, count=n)
-        tmp = self.directory / "store~"
-        try:
-            with full_when_no_room(tmp), open(tmp, "wb") as dst, _open_or_none(self.directory / "store") as src:
-                # room for the largest store this flush can make, taken before writing any of it
-                preallocate(dst.fileno(), _STORE_HEADER + 8 * (self._known + n), tmp)
-                dst.write(bytes(_STORE_HEADER))
-                src.seek(_STORE_HEADER if self._known else 0)
-                new = _merge(fps, src, self._known, dst)
-                fresh = int(np.count_nonzero(new))
-                with full_when_no_room(self.directory):  # the ready queue
-                    segment, end = self._append_ready(new, fresh)
-                dst.truncate(dst.tell())  # what the bucket's known URLs did not take of the preallocation
-                dst.seek(0)
-                dst.write(_store_header(self._known + fresh, segment, end, self._aux_epoch, self._flushes + 1))
+        headers: list[StoreHeader] = []  # the header the new store commits, once written
+        try:  # the rename of store~ over store is the commit
+            replace_file(self.directory / "store", lambda dst: headers.append(self._write_store(dst, fps)), fsync=False)
         except BaseException:  # nothing is committed: free what the attempt took, keep the bucket for the next
-            tmp.unlink(missing_ok=True)
             if self._writer is not None:
                 with contextlib.suppress(OSError):  # the next flush cuts it again (_writer_fd)
                     os.ftruncate(self._writer[1], self._ready_end if self._writer[0] == self._ready_seg else 0)
             raise
-        os.replace(tmp, self.directory / "store")  # the commit
-        self._known += fresh
-        self._flushes += 1
+        [header] = headers
+        fresh = header.known - self._known
+        self._known, self._ready_seg, self._ready_end, self._aux_consumed, self._flushes = header
         self._store_unsynced = True
-        self._aux_consumed = self._aux_epoch
-        self._ready_seg, self._ready_end = segment, end
-        self._segment_ends[segment] = end
+        self._segment_ends[header.segment] = header.end
         self._ready_count += fresh
         self._last_flush = (n, fresh)
         self._new_aux(self._aux_epoch + 1)
         return fresh
+
+    def _write_store(self, dst: BinaryIO, fps: npt.NDArray[np.uint64]) -> StoreHeader:
+        """Write to ``dst`` the store with the bucket's fingerprints merged in, and the new URLs
+        to the ready queue; returns the header ``dst`` now begins with."""
+        with open_or_none(self.directory / "store") as src:
+            # room for the largest store this flush can make, taken before writing any of it
+            preallocate(dst.fileno(), STORE_HEADER + 8 * (self._known + len(fps)), Path(dst.name))
+            dst.write(bytes(STORE_HEADER))
+            src.seek(STORE_HEADER if self._known else 0)
+            new = merge_bucket(fps, src, self._known, dst)
+        fresh = int(np.count_nonzero(new))
+        with full_when_no_room(self.directory):  # the ready queue
+            segment, end = self._append_ready(new, fresh)
+        header = StoreHeader(self._known + fresh, segment, end, self._aux_epoch, self._flushes + 1)
+        dst.truncate(dst.tell())  # what the bucket's known URLs did not take of the preallocation
+        dst.seek(0)
+        dst.write(store_header(header))
+        return header
 
     def _write_frame(self) -> None:
         """Append the RAM frame (the newest bucket records) to ``aux`` with one system call."""
@@ -281,16 +288,13 @@ class MercatorSieve:
         self._check_open()
         start, end = self._frame_start, self._pending
         fps = np.frombuffer(self._fps, dtype=np.uint64, count=end - start, offset=8 * start)
-        lengths = np.fromiter(map(len, urls), dtype=U32, count=len(urls))
-        payload = b"".join((fps.astype(U64, copy=False).tobytes(), lengths.tobytes(), *urls))
         # whole or not at all: a frame torn by a full disk would hide every frame after it
-        append_whole(self._aux_fd, _frame_header(len(urls), int(lengths.sum()), payload) + payload,
-                     self.directory / "aux")
+        append_whole(self._aux_fd, aux_frame(fps, urls), self.directory / "aux")
         self._frame = []
         self._frame_start = end
         self._stop = min(end + self._frame_urls, self.bucket_slots)
 
-    def _append_ready(self, new: np.ndarray, fresh: int) -> tuple[int, int]:
+    def _append_ready(self, new: npt.NDArray[np.bool_], fresh: int) -> tuple[int, int]:
         """Copy the URLs of ``aux`` marked in ``new`` to the ready queue (not yet committed)."""
         segment, end = self._ready_seg, self._ready_end
         if fresh == 0:
@@ -303,8 +307,8 @@ class MercatorSieve:
         count = seen = 0
         path = self.directory / "aux"
         with open(path, "rb") as aux:
-            aux.seek(_AUX.size)
-            for records, payload, _ in _frames(aux, 8, path.stat().st_size):
+            aux.seek(AUX_HEADER)
+            for records, payload, _ in frames(aux, 8, path.stat().st_size):
                 keep = new[seen : seen + records]
                 seen += records
                 if not keep.any():
@@ -316,10 +320,10 @@ class MercatorSieve:
                 texts.append(data[np.repeat(keep, lengths)].tobytes())
                 count += len(chosen)
                 if count >= self._frame_urls:
-                    end = _write_ready_frame(fd, end, count, parts, texts)
+                    end = write_ready_frame(fd, end, count, parts, texts)
                     parts, texts, count = [], [], 0
         if count:
-            end = _write_ready_frame(fd, end, count, parts, texts)
+            end = write_ready_frame(fd, end, count, parts, texts)
         if seen != self._pending:
             raise SieveCorrupted(f"{path} holds {seen} URLs but the bucket {self._pending}")
         self._unsynced.add(segment)
@@ -357,21 +361,15 @@ class MercatorSieve:
                     return False
                 self._read_seg, self._read_off = segment + 1, 0
                 continue
-            fd = self._reader_fd(segment)
-            magic, count, nbytes, check = _FRAME.unpack(os.pread(fd, _FRAME.size, offset))
-            size = 4 * count + nbytes
-            if magic != _FRAME_MAGIC or offset + _FRAME.size + size > self._segment_ends[segment]:
-                raise SieveCorrupted(f"ready.{segment:08d}: bad frame header at {offset}")
-            payload = os.pread(fd, size, offset + _FRAME.size)
-            if len(payload) != size or _xxh32(payload, count) != check:
+            path = self._segment_path(segment)
+            count, payload, size = read_ready_frame(self._reader_fd(segment), offset, self._segment_ends[segment], path.name)
+            if payload is None:
                 self._corrupt_frames += 1
                 self._ready_count -= count - self._skip
-                self._read_off, self._skip = offset + _FRAME.size + size, 0
+                self._read_off, self._skip = offset + size, 0
                 continue
-            ends = (np.cumsum(np.frombuffer(payload, dtype=U32, count=count), dtype=np.int64) + 4 * count).tolist()
-            starts = [4 * count, *ends[:-1]]
-            self._buffer = [payload[a:b] for a, b in zip(starts, ends)]
-            self._buffer_size = _FRAME.size + size
+            self._buffer = split_urls(payload, count)
+            self._buffer_size = size
             self._buffer_index, self._skip = min(self._skip, count), 0
             return True
 
@@ -390,7 +388,7 @@ class MercatorSieve:
         """
         self.commit_checkpoint(self.prepare_checkpoint())
 
-    def prepare_checkpoint(self) -> dict:
+    def prepare_checkpoint(self) -> dict[str, Any]:
         """First half of a checkpoint shared with other state: make everything but the read
         position durable and return that position, which the caller persists with its own state.
 
@@ -403,18 +401,19 @@ class MercatorSieve:
             with full_when_no_room(self.directory):  # a file system may report the lack of room only now
                 os.fsync(self._aux_fd)
                 for segment in sorted(self._unsynced):
-                    _fsync_path(self._segment_path(segment))
+                    fsync_path(self._segment_path(segment))
                 if self._store_unsynced and self._known:
-                    _fsync_path(self.directory / "store")
+                    fsync_path(self.directory / "store")
         self._unsynced.clear()
         self._store_unsynced = False
         return {"version": 1, "read": list(self.ready_offset), "dequeued": self._dequeued}
 
-    def commit_checkpoint(self, state: dict) -> None:
+    def commit_checkpoint(self, state: Mapping[str, Any]) -> None:
         """Second half: the caller has persisted ``state``; record it here too and delete the
         ready segments wholly before it."""
         self._check_open()
-        self._write_state(state)
+        # a failed write leaves the previous state.json
+        replace_file(self.directory / "state.json", json.dumps(state).encode(), fsync=self.fsync)
         for segment in [s for s in self._segment_ends if s < state["read"][0]]:
             if self._reader is not None and self._reader[0] == segment:
                 self._close_reader()
@@ -456,44 +455,14 @@ class MercatorSieve:
         if self._closed:
             raise ValueError(f"sieve {self.directory} is closed")
 
-    def _write_state(self, state: dict) -> None:
-        tmp = self.directory / "state.json~"
-        try:
-            with full_when_no_room(tmp), open(tmp, "w") as f:
-                json.dump(state, f)
-                f.flush()
-                if self.fsync:
-                    os.fsync(f.fileno())
-        except BaseException:  # the previous state.json stays
-            tmp.unlink(missing_ok=True)
-            raise
-        os.replace(tmp, self.directory / "state.json")
-        if self.fsync:
-            _fsync_path(self.directory)
-
     # -- opening ---------------------------------------------------------------------------------
 
-    def _read_store_header(self) -> None:
-        path = self.directory / "store"
-        self._known, self._ready_seg, self._ready_end, self._aux_consumed, self._flushes = 0, 0, 0, 0, 0
-        if not path.exists():
-            return
-        with open(path, "rb") as f:
-            head = f.read(_STORE_HEADER)
-        size = path.stat().st_size
-        if len(head) < _STORE_HEADER or _xxh32(head[: _STORE.size]) != struct.unpack_from("<I", head, _STORE.size)[0]:
-            raise SieveCorrupted(f"{path}: bad header")
-        magic, known, segment, end, consumed, flushes = _STORE.unpack_from(head)
-        if magic != _STORE_MAGIC or size != _STORE_HEADER + 8 * known:
-            raise SieveCorrupted(f"{path}: {size} bytes for {known} fingerprints")
-        self._known, self._ready_seg, self._ready_end, self._aux_consumed, self._flushes = known, segment, end, consumed, flushes
-
-    def _open_ready(self, resume_from: dict | None) -> None:
+    def _open_ready(self, resume_from: Mapping[str, Any] | None) -> None:
         """Cut the ready queue back to its committed end and count the URLs left to read."""
         if resume_from is None:
-            segment, offset, index, self._dequeued = _read_state(self.directory / "state.json")
+            segment, offset, index, self._dequeued = read_state(self.directory / "state.json")
         else:
-            segment, offset, index, self._dequeued = _parse_state(resume_from)
+            segment, offset, index, self._dequeued = parse_state(resume_from)
         if (segment, offset) > (self._ready_seg, self._ready_end):
             segment, offset, index = self._ready_seg, self._ready_end, 0
         for path in self.directory.glob("ready.*"):
@@ -508,9 +477,9 @@ class MercatorSieve:
                 if number == segment and offset > limit:
                     offset, index = limit, 0
                 start = offset if number == segment else 0
-                end, count = _walk_frames(f, start, limit)
+                end, count = walk_frames(f, start, limit)
                 if number == segment:
-                    index = min(index, _frame_count(f, start)) if end > start else 0
+                    index = min(index, frame_count(f, start)) if end > start else 0
                     count -= index
                 if end < size:  # an uncommitted tail (normal after a crash), or damage
                     self._lost_on_open += end < limit
@@ -524,27 +493,11 @@ class MercatorSieve:
     def _open_aux(self) -> None:
         """Reload the intact frames of an unconsumed ``aux`` into the bucket, or start a new one."""
         path = self.directory / "aux"
-        chunks: list[bytes] = []
-        epoch = 0
-        if path.exists():
-            with open(path, "rb+") as f:
-                head = f.read(_AUX.size)
-                if len(head) == _AUX.size:
-                    magic, epoch = _AUX.unpack(head)
-                    if magic != _AUX_MAGIC:
-                        epoch = 0
-                if epoch > self._aux_consumed:
-                    size = path.stat().st_size
-                    end = _AUX.size
-                    for count, payload, frame in _frames(f, 8, size):
-                        chunks.append(payload[: 8 * count])
-                        end += frame
-                    if end < size:
-                        self._lost_on_open += 1
-                        f.truncate(end)
-        pending = sum(len(c) for c in chunks) // 8
+        epoch, fps, torn = reload_aux(path, self._aux_consumed)
+        self._lost_on_open += torn
+        pending = len(fps) // 8
         self._fps = array("Q", [0]) * max(self.bucket_slots, pending)
-        np.frombuffer(self._fps, dtype=np.uint64, count=pending)[:] = np.frombuffer(b"".join(chunks), dtype=U64)
+        np.frombuffer(self._fps, dtype=np.uint64, count=pending)[:] = np.frombuffer(fps, dtype=U64)
         self._pending = self._frame_start = pending
         self._frame = []
         self._stop = min(pending + self._frame_urls, self.bucket_slots)
@@ -576,7 +529,7 @@ class MercatorSieve:
             self._aux_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.ftruncate(self._aux_fd, 0)
         try:
-            append_whole(self._aux_fd, _AUX.pack(_AUX_MAGIC, self._aux_epoch), path)
+            append_whole(self._aux_fd, aux_header(self._aux_epoch), path)
         except BaseException:
             os.close(self._aux_fd)
             self._aux_fd = -1
@@ -652,190 +605,3 @@ class MercatorSieve:
             f"/{self.bucket_slots:,} ready={self._ready_count:,} flushes={self._flushes:,}"
             f"{' closed' if self._closed else ''}>"
         )
-
-
-# -- the merge -------------------------------------------------------------------------------------
-
-
-def _merge(fps: np.ndarray, src: BinaryIO, known: int, dst: BinaryIO) -> np.ndarray:
-    """Merge the bucket's fingerprints into the store stream; returns a mask of the new arrivals.
-
-    A fingerprint is new if the store lacks it and no earlier slot of the bucket holds it.
-    """
-    n = len(fps)
-    new = np.zeros(n, dtype=bool)
-    merge = _StoreMerge(src, known, dst)
-    ranges = RANGES if n > RANGES_ABOVE else 1
-    shift = 64 - (ranges.bit_length() - 1)
-    above = np.empty(n, dtype=bool) if ranges > 1 else None
-    below = np.empty(n, dtype=bool) if ranges > 1 else None
-    for r in range(ranges):
-        if above is None or below is None:
-            slots = np.arange(n)
-        else:
-            np.greater_equal(fps, np.uint64(r << shift), out=above)
-            if r + 1 < ranges:
-                np.less(fps, np.uint64((r + 1) << shift), out=below)
-                above &= below
-            slots = np.flatnonzero(above)
-        values = fps[slots]
-        order = np.argsort(values, kind="stable")  # equal fingerprints keep arrival order
-        values, slots = values[order], slots[order]
-        del order
-        first = np.empty(len(values), dtype=bool)
-        first[:1] = True
-        np.not_equal(values[1:], values[:-1], out=first[1:])
-        values, slots = values[first], slots[first]
-        new[slots[merge.feed(values)]] = True
-    merge.finish()
-    return new
-
-
-class _StoreMerge:
-    """Streams the sorted store from ``src`` to ``dst`` in chunks, inserting new fingerprints.
-
-    ``feed`` takes sorted unique fingerprints, each call's all above the previous call's, and
-    says which of them the store lacks; ``finish`` copies the rest of the store.
-    """
-
-    def __init__(self, src: BinaryIO, known: int, dst: BinaryIO) -> None:
-        self._src, self._left, self._dst = src, known, dst
-        self._chunk = np.empty(0, dtype=U64)  # read, not yet written
-
-    def feed(self, values: np.ndarray) -> np.ndarray:
-        is_new = np.ones(len(values), dtype=bool)
-        j, total = 0, len(values)
-        while j < total:
-            chunk = self._chunk
-            if not len(chunk):
-                if not self._left:
-                    self._write(values[j:])
-                    break
-                chunk = self._chunk = self._read()
-            k = j + int(np.searchsorted(values[j:], chunk[-1], side="right"))
-            if k < total:  # values go past this chunk: all of it can be written
-                self._chunk = np.empty(0, dtype=U64)
-            else:  # keep the part above the last value for the next range
-                p = int(np.searchsorted(chunk, values[-1], side="right"))
-                chunk, self._chunk = chunk[:p], chunk[p:]
-            self._write(self._insert(chunk, values[j:k], is_new[j:k]))
-            j = k
-        return is_new
-
-    def finish(self) -> None:
-        self._write(self._chunk)
-        while self._left:
-            self._write(self._read())
-
-    @staticmethod
-    def _insert(chunk: np.ndarray, values: np.ndarray, is_new: np.ndarray) -> np.ndarray:
-        if not len(values):
-            return chunk
-        if not len(chunk):
-            return values
-        where = np.searchsorted(chunk, values)
-        is_new[:] = chunk[np.minimum(where, len(chunk) - 1)] != values
-        return np.insert(chunk, where[is_new], values[is_new])
-
-    def _read(self) -> np.ndarray:
-        count = min(CHUNK, self._left)
-        chunk = np.empty(count, dtype=U64)
-        if self._src.readinto(memoryview(chunk).cast("B")) != 8 * count:
-            raise SieveCorrupted("the store is shorter than its header says")
-        self._left -= count
-        return chunk
-
-    def _write(self, values: np.ndarray) -> None:
-        if len(values):
-            self._dst.write(memoryview(np.ascontiguousarray(values, dtype=U64)).cast("B"))
-
-
-# -- frames and small file helpers -----------------------------------------------------------------
-
-
-def _frame_header(count: int, nbytes: int, payload: bytes) -> bytes:
-    return _FRAME.pack(_FRAME_MAGIC, count, nbytes, _xxh32(payload, count))
-
-
-def _write_ready_frame(fd: int, offset: int, count: int, parts: list[bytes], texts: list[bytes]) -> int:
-    payload = b"".join(parts + texts)
-    frame = _frame_header(count, len(payload) - 4 * count, payload) + payload
-    while frame:
-        written = os.pwrite(fd, frame, offset)
-        offset += written
-        frame = frame[written:]
-    return offset
-
-
-def _frames(f: BinaryIO, fp_bytes: int, limit: int) -> Iterator[tuple[int, bytes, int]]:
-    """(count, payload, frame size) of each intact frame from ``f``'s position, up to ``limit``.
-
-    Stops at the first torn or garbled frame.
-    """
-    position = f.tell()
-    while position + _FRAME.size <= limit:
-        magic, count, nbytes, check = _FRAME.unpack(f.read(_FRAME.size))
-        size = count * (fp_bytes + 4) + nbytes
-        if magic != _FRAME_MAGIC or position + _FRAME.size + size > limit:
-            return
-        payload = f.read(size)
-        if len(payload) != size or _xxh32(payload, count) != check:
-            return
-        position += _FRAME.size + size
-        yield count, payload, _FRAME.size + size
-
-
-def _walk_frames(f: BinaryIO, offset: int, limit: int) -> tuple[int, int]:
-    """Follow ready-frame headers from ``offset``: (end of the last whole frame, URLs in them)."""
-    count = 0
-    while offset + _FRAME.size <= limit:
-        f.seek(offset)
-        magic, records, nbytes, _ = _FRAME.unpack(f.read(_FRAME.size))
-        end = offset + _FRAME.size + 4 * records + nbytes
-        if magic != _FRAME_MAGIC or end > limit:
-            break
-        offset, count = end, count + records
-    return offset, count
-
-
-def _frame_count(f: BinaryIO, offset: int) -> int:
-    f.seek(offset)
-    return _FRAME.unpack(f.read(_FRAME.size))[1]
-
-
-def _store_header(known: int, segment: int, end: int, consumed: int, flushes: int) -> bytes:
-    head = _STORE.pack(_STORE_MAGIC, known, segment, end, consumed, flushes)
-    return (head + struct.pack("<I", _xxh32(head))).ljust(_STORE_HEADER, b"\0")
-
-
-def _read_state(path: Path) -> tuple[int, int, int, int]:
-    """(segment, offset, index, dequeued) from ``state.json``; the start if there is none."""
-    try:
-        return _parse_state(json.loads(path.read_text()))
-    except FileNotFoundError:
-        return 0, 0, 0, 0
-    except ValueError as exc:  # written atomically: only a bad disk gets here
-        raise SieveCorrupted(f"{path}: {exc}") from exc
-
-
-def _parse_state(state: dict) -> tuple[int, int, int, int]:
-    try:
-        segment, offset, index = (int(x) for x in state["read"])
-        return segment, offset, index, int(state["dequeued"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise SieveCorrupted(f"bad read position {state!r}: {exc}") from exc
-
-
-def _open_or_none(path: Path) -> BinaryIO:
-    try:
-        return open(path, "rb")
-    except FileNotFoundError:
-        return open(os.devnull, "rb")
-
-
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -3,46 +3,54 @@
 BUbiNG calls this a snapshot. The sieve and the virtualizer keep their bulk on disk all the
 time; what only lives in memory is the workbench (each host's queued paths, its politeness
 delay, its counters), the URL a fetcher has out (``in_flight``), the read positions of the two
-disk structures and the policy's pending revisits. :func:`write` puts all of that in **one
-file, replaced atomically**, so the frontier's state after a crash is exactly that of one
-checkpoint: the sieve and the virtualizer only delete what the previous checkpoint needs once
-the new file is in place (their ``prepare_checkpoint``/``commit_checkpoint`` halves).
+disk structures, the policy's pending revisits and what the policy has learned. :func:`write`
+puts all of that in **one file, replaced atomically**, so the frontier's state after a crash
+is exactly that of one checkpoint: the sieve and the virtualizer only delete what the previous
+checkpoint needs once the new file is in place (their ``prepare_checkpoint``/``commit_checkpoint``
+halves).
 
 Layout, little-endian::
 
     8s magic "CRAWLCK1" | u64 xxh64 of everything after this field
-    u32 n | meta, n bytes of JSON (sieve position, counters, revisits, the engine's extra)
+    u32 n | meta, n bytes of JSON (sieve position, counters, revisits, policy name, the engine's extra)
     u64 n | the virtualizer's index, n bytes
     u64 n | the hosts, n bytes: per visit state
         q id | I scheduled | I fetched | I on_disk | I items | d host_delay | B flags | H len | scheme+authority
-        I len | items, each a LEB128 length then the path+query (a ranked queue prefixes its priority byte)
+        I len | items, each a LEB128 length then the path+query
+        with flag LANES: I first | I lanes | per lane: H lane | I items in memory | I items on disk
         with flag ROBOTS: d robots.txt fetch time (wall clock) | I len | the engine's encoded rules
+    u64 n | the policy's state, n bytes (absent from files written before it existed: empty)
 
 A visit state's items are, in fetch order, the URL out with a fetcher, the URL waiting for a
-retry, then the queue: after a crash they are all still to be fetched (the engine skips those
-its archive shows were stored after the checkpoint).
+retry, the revisits that came due, then the backlog: after a crash they are all still to be
+fetched (the engine skips those its archive shows were stored after the checkpoint). A ranked
+host (flag LANES) lists the first ``first`` of them, then each lane's items in memory, lane
+after lane, as its lane table says.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import orjson
 import xxhash
 
-from frontier.visit_state import Phase, PriorityPathQueue, VisitState, varint_at
-from store.errors import full_when_no_room
+from frontier.visit_state import Phase, VisitState, varint_at
+from store.durable import replace_file
 
 MAGIC = b"CRAWLCK1"
 _HEAD = struct.Struct("<8sQ")
 _HOST = struct.Struct("<qIIIIdBH")
 _PURGED = 1
 _ROBOTS = 2
+_LANES = 4
 _ROBOTS_HEAD = struct.Struct("<dI")
+_LANES_HEAD = struct.Struct("<II")
+_LANE = struct.Struct("<HII")
 
 
 class SnapshotCorrupted(Exception):
@@ -58,9 +66,10 @@ class SavedHost:
     on_disk: int
     host_delay: float
     purged: bool
-    items: list[bytes]  # in fetch order; ranked queues prefix each with its priority byte
+    items: list[bytes]  # in fetch order; of a ranked host, only those fetched before its lanes
     robots: bytes | None = None  # the engine's robots.txt rules (``Rules.encode``), if fetched
     robots_fetched: float = 0.0  # when, wall-clock seconds
+    lanes: list[tuple[int, list[bytes], int]] | None = None  # a ranked host's (lane, items in memory, count on disk)
 
 
 def _varint(n: int) -> bytes:
@@ -72,26 +81,39 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-def _host_items(vs: VisitState, ranked: bool) -> list[bytes]:
+def _first_items(vs: VisitState) -> list[bytes]:
+    """What goes before the backlog: the URL out with a fetcher, the one to retry, the due revisits."""
     first = [p for p in (vs.in_flight, vs.retry_path) if p is not None]
-    if ranked:
-        queue = vs.queue
-        assert isinstance(queue, PriorityPathQueue)
-        return [b"\x00" + p for p in first] + [bytes([priority]) + item for priority, item in queue.ranked_items()]
-    return first + list(vs.queue)
+    return first + list(vs.due) if vs.due is not None else first
 
 
-def encode_hosts(states: Iterable[VisitState], ranked: bool) -> bytes:
+def encode_hosts(states: Iterable[VisitState]) -> bytes:
     parts: list[bytes] = []
     for vs in states:
-        items = _host_items(vs, ranked)
+        items = _first_items(vs)
+        lanes = vs.lanes
+        table = b""
+        if lanes is None:
+            items += vs.queue
+        else:
+            numbers = sorted(lanes.memory.keys() | lanes.disk.keys())
+            table = _LANES_HEAD.pack(len(items), len(numbers))
+            for lane in numbers:
+                in_memory = list(lanes.memory.get(lane, ()))
+                items += in_memory
+                table += _LANE.pack(lane, len(in_memory), lanes.disk.get(lane, 0))
         blob = b"".join(_varint(len(i)) + i for i in items)
         name = vs.scheme_authority.encode()
-        flags = (_PURGED if vs.phase is Phase.PURGED else 0) | (_ROBOTS if vs.robots is not None else 0)
+        flags = (
+            (_PURGED if vs.phase is Phase.PURGED else 0)
+            | (_ROBOTS if vs.robots is not None else 0)
+            | (_LANES if lanes is not None else 0)
+        )
         parts.append(_HOST.pack(vs.id, vs.scheduled, vs.fetched, vs.on_disk, len(items), vs.host_delay, flags, len(name)))
         parts.append(name)
         parts.append(struct.pack("<I", len(blob)))
         parts.append(blob)
+        parts.append(table)
         if vs.robots is not None:
             rules = vs.robots.encode()
             parts.append(_ROBOTS_HEAD.pack(vs.robots_fetched, len(rules)))
@@ -117,48 +139,61 @@ def decode_hosts(data: bytes) -> Iterator[SavedHost]:
             pos += n
         if len(items) != count:
             raise SnapshotCorrupted(f"host {name}: {len(items)} items, header says {count}")
+        lanes = None
+        if flags & _LANES:
+            items, lanes, pos = _decode_lanes(name, data, pos, items)
         robots, robots_fetched = None, 0.0
         if flags & _ROBOTS:
             robots_fetched, n = _ROBOTS_HEAD.unpack_from(data, pos)
             pos += _ROBOTS_HEAD.size
             robots = bytes(view[pos : pos + n])
             pos += n
-        yield SavedHost(id_, name, scheduled, fetched, on_disk, host_delay, bool(flags & _PURGED), items, robots, robots_fetched)
+        yield SavedHost(id_, name, scheduled, fetched, on_disk, host_delay, bool(flags & _PURGED), items, robots,
+                        robots_fetched, lanes)
 
 
-def write(path: Path, meta: dict, index: bytes, hosts: bytes, *, fsync: bool) -> None:
-    """Replace ``path`` atomically with a snapshot (``path~`` is the temporary).
+def _decode_lanes(
+    name: str, data: bytes, pos: int, items: list[bytes]
+) -> tuple[list[bytes], list[tuple[int, list[bytes], int]], int]:
+    """Split a ranked host's items by the lane table at ``pos``: (the items fetched first, the
+    lanes, the position after the table)."""
+    first, n = _LANES_HEAD.unpack_from(data, pos)
+    pos += _LANES_HEAD.size
+    lanes = []
+    start = first
+    for _ in range(n):
+        lane, in_memory, on_disk = _LANE.unpack_from(data, pos)
+        pos += _LANE.size
+        lanes.append((lane, items[start : start + in_memory], on_disk))
+        start += in_memory
+    if start != len(items):
+        raise SnapshotCorrupted(f"host {name}: {len(items)} items, its lanes say {start}")
+    return items[:first], lanes, pos
 
-    A write that fails (``StoreFull`` for a full disk) deletes the temporary and leaves the
-    previous snapshot in place, whole: it is still the one a restart resumes from.
+
+def write(path: Path, meta: dict[str, Any], index: bytes, hosts: bytes, policy: bytes, *, fsync: bool) -> None:
+    """Replace ``path`` atomically with a snapshot (``store.durable.replace_file``).
+
+    A write that fails (``StoreFull`` for a full disk) leaves the previous snapshot in place,
+    whole: it is still the one a restart resumes from.
     """
     meta_bytes = orjson.dumps(meta)
-    body = b"".join(
-        (struct.pack("<I", len(meta_bytes)), meta_bytes, struct.pack("<Q", len(index)), index,
-         struct.pack("<Q", len(hosts)), hosts)
-    )
-    tmp = path.with_name(path.name + "~")
-    try:
-        with full_when_no_room(tmp), open(tmp, "wb") as f:
-            f.write(_HEAD.pack(MAGIC, xxhash.xxh64_intdigest(body)))
-            f.write(body)
-            f.flush()
-            if fsync:
-                os.fsync(f.fileno())
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
-    if fsync:
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    parts = [struct.pack("<I", len(meta_bytes)), meta_bytes]
+    for blob in (index, hosts, policy):
+        parts += (struct.pack("<Q", len(blob)), blob)
+    digest = xxhash.xxh64()
+    for part in parts:
+        digest.update(part)
+
+    def put(f: BinaryIO) -> None:
+        f.write(_HEAD.pack(MAGIC, digest.intdigest()))
+        f.writelines(parts)
+
+    replace_file(path, put, fsync=fsync)
 
 
-def read(path: Path) -> tuple[dict, bytes, bytes]:
-    """(meta, virtualizer index, encoded hosts) of the snapshot at ``path``."""
+def read(path: Path) -> tuple[dict[str, Any], bytes, bytes, bytes]:
+    """(meta, virtualizer index, encoded hosts, the policy's state) of the snapshot at ``path``."""
     data = path.read_bytes()
     if len(data) < _HEAD.size:
         raise SnapshotCorrupted(f"{path}: {len(data)} bytes")
@@ -169,9 +204,10 @@ def read(path: Path) -> tuple[dict, bytes, bytes]:
     (n,) = struct.unpack_from("<I", body, 0)
     meta = orjson.loads(body[4 : 4 + n])
     pos = 4 + n
-    (n,) = struct.unpack_from("<Q", body, pos)
-    index = bytes(body[pos + 8 : pos + 8 + n])
-    pos += 8 + n
-    (n,) = struct.unpack_from("<Q", body, pos)
-    hosts = bytes(body[pos + 8 : pos + 8 + n])
-    return meta, index, hosts
+    blobs = []
+    while pos < len(body):
+        (n,) = struct.unpack_from("<Q", body, pos)
+        blobs.append(bytes(body[pos + 8 : pos + 8 + n]))
+        pos += 8 + n
+    index, hosts, policy = (blobs + [b""])[:3]  # a snapshot written before policies had state has two
+    return meta, index, hosts, policy

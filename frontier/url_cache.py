@@ -100,7 +100,7 @@ class UrlCache:
             return False
         ring = self._ring
         position = self._position
-        seen.discard(ring[position])  # type: ignore[arg-type]
+        seen.discard(ring[position])  # None (a slot not yet filled) is in no set of ints
         seen.add(fp)
         ring[position] = fp
         position += 1

@@ -32,9 +32,11 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
+from types import ModuleType
 
 import xxhash
 
+_idna_package: ModuleType | None
 try:  # UTS 46 mapping, as browsers do; `idna` comes with aiohttp (via yarl).
     import idna as _idna_package
 except ImportError:  # pragma: no cover - the stdlib codec (IDNA 2003) is close enough

@@ -2,16 +2,14 @@
 
 A :class:`VisitState` is BUbiNG's per-host record. It keeps the host's next URLs as
 path+query bytes packed into one ``bytearray`` (:class:`PathQueue`), so a queued URL costs
-its length plus one or two bytes, not a Python object. Its ``next_fetch`` is the earliest
-monotonic instant a fetch of this host may start (host politeness).
+its length plus one or two bytes, not a Python object; with a policy that ranks URLs, one
+such queue per lane (:class:`LaneQueues`). Revisits that came due wait in a queue of their
+own, fetched before the backlog. Its ``next_fetch`` is the earliest monotonic instant a
+fetch of this host may start (host politeness).
 
-Lifecycle (``Phase``; illegal transitions raise, see ``TRANSITIONS``)::
-
-    NEW ──resolve──▶ RESOLVING ──resolved──▶ READY ◀──release── ACQUIRED
-                      ▲  │                     │ ──acquire──▶ ACQUIRED
-                      │  └──failed──▶ BROKEN ◀─┘ (robots unreachable, address refused)
-                      └──resolve── READY (its address expired: ``Workbench.readdress``)
-    any ──purge──▶ PURGED
+Lifecycle: a visit state is in one ``Phase`` and moves only along ``TRANSITIONS`` (anything
+else raises :class:`IllegalTransition`); the diagram in ARCHITECTURE.md, "Visit states", is
+generated from that table (``python -m tools.visit_states --write``), so it cannot drift.
 
 READY visit states are owned by their :class:`~frontier.workbench.WorkbenchEntry`;
 an ACQUIRED one is a token held by exactly one fetcher until it is released. A host being
@@ -24,8 +22,8 @@ are checkpointed, and a monotonic instant means nothing after a reboot).
 
 from __future__ import annotations
 
-import heapq
 import math
+from collections.abc import Callable, Iterator
 from enum import Enum
 from typing import Any, Protocol
 
@@ -52,9 +50,14 @@ TRANSITIONS: dict[tuple[Phase, str], Phase] = {
 
 
 class Rules(Protocol):
-    """What the frontier needs of the engine's robots.txt rules: bytes to checkpoint them."""
+    """The engine's robots.txt rules as a visit state holds them: the frontier reads their
+    Crawl-delay and checkpoints their bytes; the fetchers ask whether a path is allowed."""
+
+    crawl_delay: float | None
 
     def encode(self) -> bytes: ...
+
+    def allowed(self, path_query: str) -> bool: ...
 
 
 class IllegalTransition(RuntimeError):
@@ -122,7 +125,14 @@ class PathQueue:
             self._head = 0
         return item
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def clear(self) -> list[bytes]:
+        """Take every item out at once (a purge)."""
+        items = list(self)
+        self._buf.clear()
+        self._head = self._count = 0
+        return items
+
+    def __iter__(self) -> Iterator[bytes]:
         """Items in order, without consuming them (for checkpoints and tests)."""
         buf, pos, end = self._buf, self._head, len(self._buf)
         while pos < end:
@@ -131,59 +141,84 @@ class PathQueue:
             pos += n
 
 
-class PriorityPathQueue:
-    """Per-host queue for policies that rank URLs: lowest priority first, FIFO among equals.
+class LaneQueues:
+    """A ranked host's queue: one FIFO per lane in memory, and per lane how many items wait on disk.
 
-    Used only when the crawl policy declares ``ranks_urls``; the default breadth-first
-    policy keeps the packed :class:`PathQueue`.
+    Used only when the crawl policy declares ``ranks_urls`` (``VisitState.lanes``); the
+    breadth-first path keeps the one packed :class:`PathQueue`. A lane's items on disk are
+    the virtualizer's key ``(visit state id << 16) | lane``.
+
+    Invariants: a lane's items on disk all come after its items in memory (so a lane with
+    items on disk takes its new ones on disk too); no lane maps to an empty queue or a zero
+    count; ``len`` is the number of items in memory.
     """
 
-    __slots__ = ("_heap", "_seq", "_nbytes")
+    __slots__ = ("memory", "disk", "_count")
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, bytes]] = []
-        self._seq = 0
-        self._nbytes = 0
+        self.memory: dict[int, PathQueue] = {}
+        self.disk: dict[int, int] = {}
+        self._count = 0
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return self._count
 
-    @property
-    def nbytes(self) -> int:
-        return self._nbytes
+    def append(self, item: bytes, lane: int) -> None:
+        queue = self.memory.get(lane)
+        if queue is None:
+            queue = self.memory[lane] = PathQueue()
+        queue.append(item)
+        self._count += 1
 
-    def append(self, item: bytes, priority: int = 0) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (priority, self._seq, item))
-        self._nbytes += len(item) + 1
-
-    def popleft(self) -> bytes:
-        item = heapq.heappop(self._heap)[2]
-        self._nbytes -= len(item) + 1
+    def pop(self, lane: int) -> bytes:
+        """The first item in memory of ``lane`` (which must have one)."""
+        queue = self.memory[lane]
+        item = queue.popleft()
+        if not len(queue):
+            del self.memory[lane]
+        self._count -= 1
         return item
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return (item for _, _, item in sorted(self._heap))
+    def clear(self) -> list[bytes]:
+        """Take every item in memory out (a purge); the disk counts stay."""
+        items = [item for queue in self.memory.values() for item in queue]
+        self.memory.clear()
+        self._count = 0
+        return items
 
-    def ranked_items(self) -> list[tuple[int, bytes]]:
-        """(priority, item) in the order they will be popped (for checkpoints)."""
-        return [(priority, item) for priority, _, item in sorted(self._heap)]
+    def spilled(self, lane: int, n: int) -> None:
+        """``n`` more items of ``lane`` went to disk (``n`` < 0: came back from it)."""
+        left = self.disk.get(lane, 0) + n
+        if left:
+            self.disk[lane] = left
+        else:
+            self.disk.pop(lane, None)
+
+    def best(self, rank: Callable[[int], float], *, on_disk: bool = False) -> int:
+        """The lane whose first item goes next: the lowest ``rank`` among lanes with items in
+        memory or on disk (or only those on disk), the lower lane on a tie. There must be one."""
+        lanes = self.disk.keys() if on_disk else self.memory.keys() | self.disk.keys()
+        return min(lanes, key=lambda lane: (rank(lane), lane))
 
 
 class VisitState:
     """Per-host crawl state.
 
-    Invariants: ``queue`` holds path+query bytes in the order they will be fetched;
-    ``on_disk`` counts the host's further URLs parked in the virtualizer, all of which come
-    after everything in ``queue``; ``next_fetch`` is only ever set from the end of a fetch
-    plus ``host_delay`` (or a retry back-off), so two fetches of the host are at least
-    ``host_delay`` apart.
+    Invariants: the next URL is ``retry_path`` if set, else the first of ``due`` (revisits
+    that came due; None when empty), else the backlog: ``queue`` holds path+query bytes in
+    the order they will be fetched, or, with a ranked policy, ``lanes`` holds them per lane
+    (and ``queue`` stays empty); ``on_disk`` counts the host's further URLs parked in the
+    virtualizer, all of which come after everything in memory (of their lane, when ranked);
+    ``next_fetch`` is only ever set from the end of a fetch plus ``host_delay`` (or a retry
+    back-off), so two fetches of the host are at least ``host_delay`` apart.
     """
 
     __slots__ = (
         "id",
         "scheme_authority",
         "queue",
+        "lanes",
+        "due",
         "on_disk",
         "next_fetch",
         "host_delay",
@@ -209,7 +244,9 @@ class VisitState:
     def __init__(self, id: int, scheme_authority: str, host_delay: float, ranked: bool = False) -> None:
         self.id = id
         self.scheme_authority = scheme_authority
-        self.queue: PathQueue | PriorityPathQueue = PriorityPathQueue() if ranked else PathQueue()
+        self.queue = PathQueue()
+        self.lanes = LaneQueues() if ranked else None
+        self.due: PathQueue | None = None  # revisits that came due, fetched before the backlog
         self.on_disk = 0
         self.next_fetch = 0.0
         self.host_delay = host_delay
@@ -252,10 +289,26 @@ class VisitState:
     @property
     def has_work(self) -> bool:
         """Something to fetch in memory (robots.txt is fetched together with the first page)."""
-        return self.retry_path is not None or len(self.queue) > 0
+        return (
+            self.retry_path is not None
+            or len(self.queue) > 0
+            or self.due is not None
+            or (self.lanes is not None and len(self.lanes) > 0)
+        )
+
+    @property
+    def backlog_in_memory(self) -> int:
+        """URLs of the backlog in memory (due revisits and a retry not counted)."""
+        return len(self.lanes) if self.lanes is not None else len(self.queue)
+
+    @property
+    def queued(self) -> int:
+        """URLs in memory: the backlog and the due revisits."""
+        lanes, due = self.lanes, self.due
+        return len(self.queue) + (len(lanes) if lanes is not None else 0) + (len(due) if due is not None else 0)
 
     def __repr__(self) -> str:
         return (
             f"<VisitState {self.scheme_authority} {self.phase.value} ip={self.ip} "
-            f"queued={len(self.queue)} on_disk={self.on_disk} next_fetch={self.next_fetch:.3f}>"
+            f"queued={self.queued} on_disk={self.on_disk} next_fetch={self.next_fetch:.3f}>"
         )

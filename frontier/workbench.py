@@ -28,7 +28,7 @@ import heapq
 import itertools
 from dataclasses import dataclass
 
-from frontier.visit_state import Phase, VisitState
+from frontier.visit_state import PathQueue, Phase, VisitState
 
 
 class WorkbenchEntry:
@@ -131,33 +131,73 @@ class Workbench:
 
     # -- URLs in memory --------------------------------------------------------------
 
-    def push_url(self, vs: VisitState, path_query: bytes, priority: int = 0) -> None:
+    def push_url(self, vs: VisitState, path_query: bytes) -> None:
         """Append a URL to a host's in-memory queue, scheduling the host if it was idle."""
-        if priority:
-            vs.queue.append(path_query, priority)  # type: ignore[call-arg]
-        else:
-            vs.queue.append(path_query)
+        # the breadth-first path, once per URL: :meth:`_added` written out, one call fewer
+        vs.queue.append(path_query)
         self.urls += 1
         self.bytes += len(path_query) + 1
         if not vs.in_entry and vs.entry is not None and vs.phase is Phase.READY:
             self._enter(vs)
 
+    def push_lane(self, vs: VisitState, path_query: bytes, lane: int) -> None:
+        """Append a URL to one lane of a ranked host's queue."""
+        assert vs.lanes is not None, "a lane for a host of a breadth-first crawl"
+        vs.lanes.append(path_query, lane)
+        self._added(vs, path_query)
+
+    def push_due(self, vs: VisitState, path_query: bytes) -> None:
+        """Queue a revisit that came due ahead of the host's backlog (behind other due ones)."""
+        if vs.due is None:
+            vs.due = PathQueue()
+        vs.due.append(path_query)
+        self._added(vs, path_query)
+
     def pop_url(self, vs: VisitState) -> bytes:
-        """Take the next URL of an acquired visit state."""
+        """Take the next URL of an acquired visit state's (breadth-first) queue."""
         item = vs.queue.popleft()
         self.urls -= 1
         self.bytes -= len(item) + 1
         return item
 
+    def pop_lane(self, vs: VisitState, lane: int) -> bytes:
+        """Take the next URL of one lane, in memory, of an acquired ranked visit state."""
+        assert vs.lanes is not None, "a lane for a host of a breadth-first crawl"
+        return self._removed(vs.lanes.pop(lane))
+
+    def pop_due(self, vs: VisitState) -> bytes:
+        """Take the first due revisit of an acquired visit state."""
+        due = vs.due
+        assert due is not None, "no revisit is due"
+        item = due.popleft()
+        if not len(due):
+            vs.due = None
+        return self._removed(item)
+
     def drop_urls(self, vs: VisitState) -> int:
         """Forget every in-memory URL of a host (purge); returns how many."""
-        n = 0
-        while len(vs.queue):
-            self.pop_url(vs)
-            n += 1
+        dropped = vs.queue.clear()
+        if vs.lanes is not None:
+            dropped += vs.lanes.clear()
+        if vs.due is not None:
+            dropped += vs.due.clear()
+            vs.due = None
+        self.urls -= len(dropped)
+        self.bytes -= sum(len(item) + 1 for item in dropped)
         if vs.in_entry:
             self._leave(vs)
-        return n
+        return len(dropped)
+
+    def _added(self, vs: VisitState, path_query: bytes) -> None:
+        self.urls += 1
+        self.bytes += len(path_query) + 1
+        if not vs.in_entry and vs.entry is not None and vs.phase is Phase.READY:
+            self._enter(vs)
+
+    def _removed(self, path_query: bytes) -> bytes:
+        self.urls -= 1
+        self.bytes -= len(path_query) + 1
+        return path_query
 
     # -- acquire and release -----------------------------------------------------------
 

@@ -189,7 +189,7 @@ class Archive:
             return Check(digest, None, None)
         key = payload_key(digest)
         original = index.original(key)
-        new_keys = () if original is not None else (key,)
+        new_keys: tuple[bytes, ...] = () if original is not None else (key,)
         if original is not None and original.payload_digest != digest:
             original = None  # two digests under one key: never a revisit without the same payload
         near = None

@@ -25,7 +25,6 @@ argument order only narrow the search.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,8 @@ from typing import IO
 
 import orjson
 
-from store.errors import StoreFull, full_when_no_room, is_no_room
+from store.durable import replace_file
+from store.errors import StoreFull, full_when_no_room
 
 CDXJ_SUFFIX = ".cdxj"
 OPEN_SUFFIX = ".open"
@@ -138,17 +138,12 @@ def complete_lines(path: Path) -> list[bytes]:
 
 
 def write_sorted(lines: list[bytes], final: Path) -> None:
-    """Write ``lines`` sorted into ``final`` and make it durable (a full disk raises ``StoreFull``)."""
+    """Write ``lines`` sorted into ``final`` and make it durable; written aside and renamed, so a
+    crash or a full disk (``StoreFull``) leaves ``final`` as it was, never half written."""
     try:
-        with open(final, "wb") as f:
-            f.writelines(sorted(lines))
-            f.flush()
-            os.fsync(f.fileno())
-    except OSError as e:
-        final.unlink(missing_ok=True)
-        if is_no_room(e):
-            raise StoreFull(final, e) from e
-        raise
+        replace_file(final, lambda f: f.writelines(sorted(lines)))
+    except StoreFull as e:  # the user looks for the index by its name, not its temporary's
+        raise StoreFull(final, e.__cause__) from e.__cause__
 
 
 class IndexWriter:

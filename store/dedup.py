@@ -36,7 +36,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-import pybloomfilter  # type: ignore[import-not-found]  # pybloomfiltermmap3 has no stubs
+import pybloomfilter  # pybloomfiltermmap3 has no stubs: pyproject.toml lets it be Any
 import xxhash
 
 from store.errors import StoreFull, is_no_room, preallocate

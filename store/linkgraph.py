@@ -36,6 +36,7 @@ from typing import IO
 import numpy as np
 import xxhash
 
+from store.durable import fsync_directory
 from store.errors import full_when_no_room
 
 GRAPH_SUFFIX = ".graph"
@@ -153,6 +154,7 @@ class GraphWriter:
                 os.replace(self.path, self.final)
         finally:
             self._file = None
+        fsync_directory(self.final.parent)
 
     def abandon(self) -> None:
         """Close without finishing: the ``.open`` segment stays, marked, for the next open to repair."""

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
+from warcio.archiveiterator import ArchiveIterator  # untyped: Any (pyproject.toml)
 
 from store import cdxj, linkgraph
 
@@ -38,7 +39,7 @@ class RecordInfo:
     kind: str
     offset: int
     length: int
-    headers: object  # warcio StatusAndHeaders of the WARC record
+    headers: Any  # warcio StatusAndHeaders of the WARC record (warcio is untyped)
     status: int | None
     mime: str
     fields: list[tuple[str, str]]  # a metadata record's fields
@@ -50,7 +51,7 @@ def warc_records(path: Path, start: int = 0) -> Iterator[RecordInfo]:
     with open(path, "rb") as f:
         f.seek(start)
         iterator = ArchiveIterator(f)
-        previous: tuple[str, int, object, int | None, str, list[tuple[str, str]]] | None = None
+        previous: tuple[str, int, Any, int | None, str, list[tuple[str, str]]] | None = None
         for record in iterator:
             kind = record.rec_type
             status = mime = None
@@ -120,13 +121,13 @@ def rebuild(directory: Path, warc_name: str, *, graph: bool) -> Rebuilt:
     if starts:
         capture: RecordInfo | None = None
         for record in warc_records(warc, max(0, min(starts))):
-            uri = record.headers.get_header("WARC-Target-URI")  # type: ignore[attr-defined]
+            uri = record.headers.get_header("WARC-Target-URI")
             if record.kind in INDEXED:
                 capture = record
                 if need_index and record.offset > index_covered:
                     lines.append(cdxj.cdxj_line(
-                        uri, record.headers.get_header("WARC-Date"), mime=record.mime,  # type: ignore[attr-defined]
-                        status=record.status, digest=record.headers.get_header("WARC-Payload-Digest") or "",  # type: ignore[attr-defined]
+                        uri, record.headers.get_header("WARC-Date"), mime=record.mime,
+                        status=record.status, digest=record.headers.get_header("WARC-Payload-Digest") or "",
                         length=record.length, offset=record.offset, filename=warc_name,
                     ))
                     added_lines += 1

@@ -54,6 +54,7 @@ from typing import cast
 
 from isal import isal_zlib
 
+from store.durable import fsync_directory
 from store.errors import StoreFull, full_when_no_room, is_no_room
 
 OPEN_SUFFIX = ".open"
@@ -413,15 +414,8 @@ class WarcStore:
         finally:
             out.close()
         os.replace(self.directory / (self._name + OPEN_SUFFIX), self.directory / self._name)
-        self._sync_directory()
+        fsync_directory(self.directory)
         return self._name
-
-    def _sync_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
     def _existing_serials(self) -> list[int]:
         return [int(m[1]) for p in self.directory.iterdir() if (m := self.name_pattern.fullmatch(p.name.removesuffix(OPEN_SUFFIX)))]
@@ -439,7 +433,7 @@ class WarcStore:
                 os.replace(path, path.with_name(name))
             self.recovered.append(name)
         if self.recovered:
-            self._sync_directory()
+            fsync_directory(self.directory)
 
     # -- lifecycle -----------------------------------------------------------------------------
 

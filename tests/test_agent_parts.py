@@ -18,6 +18,7 @@ from engine.ip_table import BUSY, PROBE_EVERY, SharedIpTable
 from engine.link_exchange import Inbox, Outbox, spool_dir
 from engine.ownership import HashRing
 from engine.sdnotify import Notifier
+from frontier.page import LinkContext
 
 # -- ownership ------------------------------------------------------------------------------------
 
@@ -63,7 +64,7 @@ def test_every_link_written_is_read_once_across_a_torn_write_and_restarts(tmp_pa
                 with open(last, "ab") as f:
                     f.write(b"\x10\x00\x00\x00garbage"[:torn])
             for r, inbox in inboxes.items():
-                received[r] += [u for _, links in inbox.poll() for u in links]
+                received[r] += [u for _, links, _ in inbox.poll() for u in links]
             outbox.close()
             outbox = Outbox(root, 0, 3, segment_bytes=256)  # the sender restarts and cuts the torn tails
             positions = {r: inbox.positions() for r, inbox in inboxes.items()}
@@ -71,10 +72,10 @@ def test_every_link_written_is_read_once_across_a_torn_write_and_restarts(tmp_pa
         elif i % 7 == 3:
             outbox.flush()
             for r, inbox in inboxes.items():
-                received[r] += [u for _, links in inbox.poll() for u in links]
+                received[r] += [u for _, links, _ in inbox.poll() for u in links]
     outbox.flush()
     for r, inbox in inboxes.items():
-        received[r] += [u for _, links in inbox.poll() for u in links]
+        received[r] += [u for _, links, _ in inbox.poll() for u in links]
         assert received[r] == sent[r]
         assert inbox.positions()[0] == outbox.positions()[r], "read and write positions agree at the end"
         inbox.committed(inbox.positions())
@@ -86,13 +87,21 @@ def test_a_receiver_resumes_from_its_checkpointed_position(tmp_path: Path) -> No
     outbox.add(0, "http://a.test/", ["http://b.test/1"])
     outbox.flush()
     inbox = Inbox(tmp_path, 0, 2)
-    assert inbox.poll() == [("http://a.test/", ["http://b.test/1"])]
+    assert inbox.poll() == [("http://a.test/", ["http://b.test/1"], None)]
     checkpoint = inbox.positions()
     outbox.add(0, "http://a.test/", ["http://b.test/2"])
     outbox.flush()
-    assert inbox.poll() == [("http://a.test/", ["http://b.test/2"])]
+    assert inbox.poll() == [("http://a.test/", ["http://b.test/2"], None)]
     # killed before its next checkpoint: what it read since comes back, nothing before
-    assert Inbox(tmp_path, 0, 2, checkpoint).poll() == [("http://a.test/", ["http://b.test/2"])]
+    assert Inbox(tmp_path, 0, 2, checkpoint).poll() == [("http://a.test/", ["http://b.test/2"], None)]
+
+
+def test_link_contexts_travel_with_their_links(tmp_path: Path) -> None:
+    contexts = [LinkContext("a", "html/body/div.nav/a.next", "next page"), LinkContext("link", "html/head/link", "")]
+    outbox = Outbox(tmp_path, 1, 2)
+    outbox.add(0, "http://a.test/", ["http://b.test/1", "http://b.test/2"], contexts)
+    outbox.flush()
+    assert Inbox(tmp_path, 0, 2).poll() == [("http://a.test/", ["http://b.test/1", "http://b.test/2"], contexts)]
 
 
 # -- the IP table ----------------------------------------------------------------------------------------

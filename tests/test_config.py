@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_crawl_toml_lists_every_key_with_its_default() -> None:
     table = tomllib.loads((ROOT / "crawl.toml").read_text())
-    defaults = dataclasses.asdict(configuration.Config())
+    defaults = configuration.describe(configuration.Config())
     assert table == defaults
 
 
@@ -55,6 +55,8 @@ def test_set_takes_toml_values_and_bare_strings() -> None:
         ('scope.link_rels=["next page"]', "scope.link_rels", "is not one rel value"),
         ("urls.sort_query=1", "urls.sort_query", "expected true or false"),
         ("noequals", "noequals", "expected section.key=value"),
+        ("policy.name=nosuch", "policy.name", "unknown policy 'nosuch'; known: breadth-first, shallow-first"),
+        ("policy.max_depth=3", "policy.max_depth", "unknown key: policy 'breadth-first' has no keys of its own"),
     ],
 )
 def test_bad_values_name_the_key(override: str, key: str, problem: str) -> None:
@@ -62,6 +64,34 @@ def test_bad_values_name_the_key(override: str, key: str, problem: str) -> None:
         configuration.load(None, [override])
     assert info.value.key == key
     assert problem in info.value.problem
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "problem"),
+    [
+        (["policy.max_depth=\"deep\""], "policy.max_depth", "expected an integer, got 'deep'"),
+        (["policy.max_depth=2.5"], "policy.max_depth", "expected an integer"),
+        (["policy.max_depth=true"], "policy.max_depth", "expected an integer"),
+        (["policy.depth=3"], "policy.depth", "unknown key for policy 'shallow-first' (known: max_depth)"),
+    ],
+)
+def test_a_bad_policy_option_names_the_key(overrides: list[str], key: str, problem: str) -> None:
+    with pytest.raises(configuration.ConfigError) as info:
+        configuration.load(None, ["policy.name=shallow-first", *overrides])
+    assert info.value.key == key
+    assert problem in info.value.problem
+
+
+def test_policy_options_come_from_the_file_and_set_and_survive_describe(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.toml"
+    path.write_text('[policy]\nname = "shallow-first"\nmodel = "models/x"\nmax_depth = 2\n')
+    c = configuration.load(path, ["policy.max_depth=3"])
+    assert (c.policy.name, c.policy.model, c.policy.options) == ("shallow-first", "models/x", {"max_depth": 3})
+    tables = configuration.describe(c)
+    assert tables["policy"] == {"name": "shallow-first", "model": "models/x", "max_depth": 3}
+    again = configuration.Config()  # what an agent process does with the manifest
+    configuration.apply(again, tables, "manifest")
+    assert again.policy == c.policy
 
 
 def test_bad_file_names_the_key(tmp_path: Path) -> None:
@@ -80,6 +110,7 @@ def test_bad_file_names_the_key(tmp_path: Path) -> None:
         (["run", "--dns", "localhost"], "dns.servers: 'localhost' is not an address"),
         (["run", "--bogus"], "unrecognized arguments: --bogus"),
         (["run", "-c", "/nonexistent/crawl.toml"], "no such config file"),
+        (["run", "--policy", "nosuch"], "policy.name: unknown policy 'nosuch'"),
     ],
 )
 def test_cli_prints_one_line_and_exits_2(argv: list[str], expected: str, tmp_path: Path) -> None:
@@ -88,3 +119,11 @@ def test_cli_prints_one_line_and_exits_2(argv: list[str], expected: str, tmp_pat
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert expected in lines[0]
+
+
+def test_a_key_that_moved_says_where_it_went(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.toml"
+    path.write_text('[engine]\npolicy = "breadth-first"\n')
+    with pytest.raises(configuration.ConfigError) as error:
+        configuration.load(path)
+    assert error.value.key == "engine.policy" and "policy.name" in str(error.value)

@@ -216,7 +216,7 @@ def test_a_checkpoint_that_does_not_fit_leaves_the_previous_one_whole(disk: Path
     assert not (disk / "frontier" / "checkpoint~").exists()
     frontier.close()
     remount(disk, "16m")
-    meta, _, _ = snapshot.read(disk / "frontier" / "checkpoint")
+    meta, *_ = snapshot.read(disk / "frontier" / "checkpoint")
     assert meta["extra"] == {"n": 1}
     reopened = Frontier(disk / "frontier", settings)
     assert reopened.restore(2.0)[1] == {"n": 1}
@@ -315,7 +315,7 @@ def test_a_link_spool_on_a_full_disk_holds_whole_frames_only(disk: Path) -> None
     assert outbox.pending, "the frames stay buffered for a later write"
     remount(disk, "64m")
     outbox.close()
-    received = [links for _, links in Inbox(disk / "links", 1, 2).poll(max_bytes=1 << 30)]
+    received = [links for _, links, _ in Inbox(disk / "links", 1, 2).poll(max_bytes=1 << 30)]
     assert received == sent
 
 

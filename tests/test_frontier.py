@@ -18,15 +18,17 @@ import hypothesis.strategies as st
 from hypothesis import given, settings
 
 from frontier.frontier import Frontier, FrontierSettings
-from frontier.policy import Revisit
+from frontier.page import FetchedPage, LinkContext
+from frontier.policy import CrawlPolicy, Revisit
 from frontier.urls import split
+from frontier.visit_state import Phase, VisitState
 
 HOST_DELAY = 1.0
 IP_DELAY = 0.25
 
 
 class FrontierHarness:
-    def __init__(self, directory: Path, **overrides: object) -> None:
+    def __init__(self, directory: Path, policy: CrawlPolicy | None = None, **overrides: object) -> None:
         base = dict(
             host_delay=HOST_DELAY,
             ip_delay=IP_DELAY,
@@ -37,7 +39,7 @@ class FrontierHarness:
             sieve_flush_interval=0.0,
         )
         base.update(overrides)
-        self.frontier = Frontier(directory, FrontierSettings(**base))  # type: ignore[arg-type]
+        self.frontier = Frontier(directory, FrontierSettings(**base), policy=policy)  # type: ignore[arg-type]
         self.now = 0.0
         self.fetched: list[tuple[float, str, str]] = []  # (start, url, ip)
 
@@ -48,7 +50,7 @@ class FrontierHarness:
         """One round of the engine's loops; returns False once the frontier is idle."""
         f = self.frontier
         if f.wants_flush(self.now):
-            f.sieve.flush()
+            f.flush()
             f.flush_sieve(self.now, self.now)
         for vs in f.distribute(self.now):
             f.resolved(vs, self.ip_of(vs.scheme_authority))
@@ -143,28 +145,111 @@ def test_spilling_to_the_virtualizer_keeps_order(pairs: list[tuple[int, int]]) -
         harness.frontier.close()
 
 
+class Recrawl(CrawlPolicy):
+    """Drops links with /drop in them; asks for every page fetched before t=50 to be fetched again at t=100."""
+
+    def accept_link(self, url: str, parent: str | None, context: LinkContext | None) -> str | None:
+        return None if "/drop" not in url else "dropped_by_test"
+
+    def on_fetched(self, page: FetchedPage, now: float) -> list[Revisit]:
+        return [Revisit(page.url, at=100.0)] if now < 50 else []
+
+
 def test_revisit_bypasses_the_sieve(tmp_path: Path) -> None:
-    class Recrawl:
-        name, wants_context, wants_document, ranks_urls = "recrawl", False, False, False
-
-        def accept_link(self, url, parent, context):  # type: ignore[no-untyped-def]
-            return None if "/drop" not in url else "dropped_by_test"
-
-        def priority(self, url, parent, context):  # type: ignore[no-untyped-def]
-            return 0
-
-        def on_fetched(self, page):  # type: ignore[no-untyped-def]
-            return [Revisit(page.url, at=100.0)] if page.fetched_at < 50 else []
-
-    from frontier.page import FetchedPage
-
-    harness = FrontierHarness(tmp_path)
-    harness.frontier.policy = Recrawl()  # type: ignore[assignment]
-    harness.frontier._policy_filters = True
+    harness = FrontierHarness(tmp_path, policy=Recrawl(None, None))
+    assert harness.frontier.wants_pages
     harness.frontier.discover([url(1, 1), "http://h1.test/drop", url(1, 1)])
     harness.run()
     assert [u for _, u, _ in harness.fetched] == [url(1, 1)]
     assert harness.frontier.statistics().drops["dropped_by_test"] == 1
-    harness.frontier.fetched(FetchedPage(url(1, 1), 200, {}, b"", fetched_at=1.0))
+    harness.frontier.fetched(FetchedPage(url(1, 1), 200, {}, b"", fetched_at=1.0), harness.now)
     harness.run()
     assert [(round(t), u) for t, u, _ in harness.fetched][1:] == [(100, url(1, 1))]
+
+
+# -- the methods the engine calls, one by one ---------------------------------------------------
+
+
+class FakeRules:
+    """The engine's robots.txt rules, as the frontier sees them."""
+
+    def __init__(self, crawl_delay: float | None = None) -> None:
+        self.crawl_delay = crawl_delay
+
+    def encode(self) -> bytes:
+        return b""
+
+    def allowed(self, path_query: str) -> bool:
+        return True
+
+
+def one_host(harness: FrontierHarness, *urls: str) -> VisitState:
+    """Queue ``urls`` (one host) and resolve it; returns its visit state, READY."""
+    f = harness.frontier
+    f.discover(list(urls))
+    f.flush()
+    (vs,) = f.distribute(harness.now)
+    f.resolved(vs, "10.0.0.1")
+    return vs
+
+
+def test_robots_txt_is_sequenced_with_the_fetch_back_off(tmp_path: Path) -> None:
+    harness = FrontierHarness(tmp_path, max_fetch_retries=2)
+    f = harness.frontier
+    vs = one_host(harness, url(1, 1))
+    assert f.acquire(0.0) is vs and f.robots_url(vs) == "http://h1.test/robots.txt"
+    f.robots_redirected(vs, "/moved/robots.txt", 0.5)  # released: the next hop is polite again
+    assert (vs.phase, vs.robots_hops, vs.next_fetch) == (Phase.READY, 1, 0.5 + HOST_DELAY)
+    assert f.acquire(1.5) is vs and f.robots_url(vs) == "http://h1.test/moved/robots.txt"
+    assert f.robots_failed(vs, 2.0, backoff=3.0) and vs.next_fetch == 2.0 + 3.0  # back-off 3, then 6
+    assert f.acquire(5.0) is vs and f.robots_failed(vs, 5.0, backoff=3.0) and vs.next_fetch == 5.0 + 6.0
+    assert f.acquire(11.0) is vs and not f.robots_failed(vs, 11.0, backoff=3.0)  # retries ran out: still held
+    assert vs.phase is Phase.ACQUIRED
+    f.robots_fetched(vs, FakeRules(crawl_delay=7.0), 1.7e9, 11.5)  # "unreachable" rules, say
+    assert (vs.robots_path, vs.robots_hops, vs.retries, vs.robots_fetched) == ("/robots.txt", 0, 0, 1.7e9)
+    assert vs.host_delay == 7.0 and vs.next_fetch == 11.5 + 7.0 and vs.phase is Phase.READY
+    f.close()
+
+
+def test_set_delays_keeps_each_hosts_crawl_delay(tmp_path: Path) -> None:
+    harness = FrontierHarness(tmp_path)
+    f = harness.frontier
+    slow = one_host(harness, url(1, 1))
+    assert f.acquire(0.0) is slow
+    f.robots_fetched(slow, FakeRules(crawl_delay=3.0), 0.0, 0.0)
+    fast = one_host(harness, url(2, 1))
+    f.set_delays(host_delay=2.0)
+    assert (slow.host_delay, fast.host_delay) == (3.0, 2.0)
+    f.set_delays(host_delay=5.0, ip_delay=0.75)
+    assert (slow.host_delay, fast.host_delay, f.workbench.ip_delay) == (5.0, 5.0, 0.75)
+    assert one_host(harness, url(3, 1)).host_delay == 5.0  # hosts met later start with the new delay
+    f.close()
+
+
+def test_hand_out_sends_an_expired_address_to_be_resolved_again(tmp_path: Path) -> None:
+    harness = FrontierHarness(tmp_path)
+    f = harness.frontier
+    vs = one_host(harness, url(1, 1), url(1, 2))
+    vs.ip_expires = 10.0  # the harness's answer never expires; this one does at 10
+    assert f.acquire(0.0) is vs and f.hand_out(vs, 0.0) and vs.ip_used
+    f.release(vs, 0.0)
+    assert f.acquire(20.0) is vs and not f.hand_out(vs, 20.0)
+    assert vs.phase is Phase.RESOLVING and f.statistics().resolving == 1
+    f.resolved(vs, "10.0.0.2", expires=100.0)
+    assert f.acquire(20.0) is vs and f.hand_out(vs, 20.0) and vs.ip == "10.0.0.2"
+    f.close()
+
+
+def test_the_distributor_deadline(tmp_path: Path) -> None:
+    harness = FrontierHarness(tmp_path, sieve_flush_interval=0.5, policy=Recrawl(None, None))
+    f = harness.frontier
+    assert f.distributor_deadline(10.0) == 11.0  # nothing to do: look again in a second
+    f.discover([url(1, 1)])  # in the sieve's bucket, none ready: a flush may be due soon
+    assert f.distributor_deadline(10.0) == 10.5
+    f.fetched(FetchedPage(url(1, 1), 200, {}, b"", fetched_at=0.0), 10.0)  # a revisit at 100
+    f.flush()
+    assert f.distributor_deadline(99.5) == 100.0  # no later than the next revisit
+    f.drop("follow_filter", 3)
+    f.drop("follow_filter")
+    assert f.statistics().drops["follow_filter"] == 4
+    f.close()

@@ -76,7 +76,7 @@ def _die(*args: object, **kwargs: object) -> None:
 DEATHS: dict[str, tuple[object, str, bool]] = {
     "after the sieve's prepare": (WorkbenchVirtualizer, "prepare_checkpoint", False),
     "before the snapshot is written": (snapshot, "write", False),
-    "before the snapshot's rename": (snapshot.os, "replace", False),
+    "before the snapshot's rename": (os, "replace", False),
     "after the snapshot's rename": (MercatorSieve, "commit_checkpoint", True),
     "after the sieve's commit": (WorkbenchVirtualizer, "commit_checkpoint", True),
 }
@@ -150,7 +150,7 @@ class CrashingEngine(FrontierHarness):
         """The engine's distributor loop; the new hosts' lookups stay under way."""
         f = self.frontier
         if f.wants_flush(self.now):
-            f.sieve.flush()
+            f.flush()
             f.flush_sieve(self.now, self.now)
         self.unresolved += f.distribute(self.now)
 
@@ -202,7 +202,7 @@ class CrashingEngine(FrontierHarness):
         if not self.out:
             return
         vs, u, started = self.out.pop(i % len(self.out))
-        self.frontier.failed(vs, u, started + FETCH_TIME, backoff=0.5, breaks_host=False)
+        self.frontier.failed(vs, u, started + FETCH_TIME, backoff=0.5, breaks_host=False, error="connect")
 
     def wait(self, _: object = None) -> None:
         f = self.frontier

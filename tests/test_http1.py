@@ -1,4 +1,4 @@
-"""``engine/http1.py``: LeanFetcher against aiohttp's Fetcher, and the edge cases, on real sockets.
+"""``engine/http1.py``: Http1Fetcher against AiohttpFetcher, and the edge cases, on real sockets.
 
 Every socket test runs on both event loops (asyncio's and uvloop, the crawler's), through the
 ``run`` fixture: the scenario is an ``async def`` run to completion on the loop under test.
@@ -27,9 +27,12 @@ import uvloop
 
 import engine.http1
 from bench.invitro import InVitro, ServerOptions, WebParams, start_invitro
-from engine.errors import BadResponse, ConnectFailed, ReadTimeout
-from engine.fetch import Fetcher, FetchResult
-from engine.http1 import LeanFetcher, split_url
+from engine.aiohttp_fetcher import AiohttpFetcher
+from engine.clients import make_fetcher
+from engine.config import NetworkConfig
+from engine.errors import BadResponse, ConnectFailed, LocalError, ReadTimeout
+from engine.fetch import ClientSettings, FetchResult
+from engine.http1 import Http1Fetcher, split_url
 
 UA = "crawl-test/1.0"
 SMALL = WebParams(hosts=12, mean_pages=20, seed=7)
@@ -126,11 +129,11 @@ def silent(transport: asyncio.Transport, index: int, head: bytes) -> None:
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
 
 
-def lean(**kwargs: Any) -> LeanFetcher:
-    return LeanFetcher(user_agent=UA, **kwargs)
+def lean(**kwargs: Any) -> Http1Fetcher:
+    return Http1Fetcher(ClientSettings(user_agent=UA, **kwargs))
 
 
-async def fetch_error(fetcher: LeanFetcher, url: str, ip: str | None = "127.0.0.1") -> Exception:
+async def fetch_error(fetcher: Http1Fetcher, url: str, ip: str | None = "127.0.0.1") -> Exception:
     try:
         await asyncio.wait_for(fetcher.fetch(url, ip), TIMEOUT)
     except Exception as e:
@@ -166,7 +169,7 @@ def test_split_url_refuses(url: str) -> None:
         split_url(url)
 
 
-# Against aiohttp's Fetcher, on the in-vitro web.
+# Against AiohttpFetcher, on the in-vitro web.
 
 
 def sample_targets(web: InVitro) -> list[tuple[str, str]]:
@@ -234,7 +237,8 @@ def test_same_result_as_the_aiohttp_fetcher(run: Runner, mode: str) -> None:
     async def scenario() -> None:
         web = await start_invitro(SMALL, log_path=None)
         proxy = f"http://{web.proxy_address}" if mode == "proxy" else ""
-        ours, theirs = lean(proxy=proxy), Fetcher(user_agent=UA, proxy=proxy)
+        settings = ClientSettings(user_agent=UA, proxy=proxy)
+        ours, theirs = make_fetcher(settings, "lean"), make_fetcher(settings, "aiohttp")
         try:
             for host, target in sample_targets(web):
                 url = f"http://{host}:{web.port}{target}"
@@ -639,9 +643,21 @@ def test_statistics_and_repr(run: Runner) -> None:
             fetcher = lean(keepalive=True)
             for _ in range(3):
                 await fetcher.fetch(f"http://127.0.0.1:{server.port}/", None)
-            assert repr(fetcher) == "<LeanFetcher requests=3 connections=1 reused=2 open=1 idle=1 delegated=0>"
+            assert repr(fetcher) == "<Http1Fetcher requests=3 connections=1 reused=2 open=1 idle=1 delegated=0>"
             await fetcher.close()
             await server.wait_all_closed()
 
     run(scenario())
 
+
+
+def test_one_settings_object_builds_either_client() -> None:
+    network = NetworkConfig(proxy="http://127.0.0.1:3128", keepalive=True, connect_timeout=1.5,
+                            first_byte_timeout=2.5, total_timeout=3.5, max_body_bytes=4096)  # fmt: skip
+    settings = ClientSettings.from_config(network, UA)
+    assert settings == ClientSettings(UA, "http://127.0.0.1:3128", True, 1.5, 2.5, 3.5, 4096)
+    lean_client, aiohttp_client = make_fetcher(settings, "lean"), make_fetcher(settings, "aiohttp")
+    assert isinstance(lean_client, Http1Fetcher) and isinstance(aiohttp_client, AiohttpFetcher)
+    assert lean_client.settings is settings and aiohttp_client.settings is settings
+    with pytest.raises(LocalError, match="network.client"):
+        make_fetcher(settings, "curl")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import prometheus_client
@@ -12,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from engine.metrics import GAUGES, LATENCY_BUCKETS, Exporter, Histogram
 from engine.stats import Counters
+from engine.status import add_up
 
 
 def agent(pages: int, statuses: dict[int, int], errors: dict[str, int], latencies: list[float]) -> dict[str, Any]:
@@ -23,18 +23,6 @@ def agent(pages: int, statuses: dict[int, int], errors: dict[str, int], latencie
         latency.observe(value)
     return {"agent": 0, "idle": False, "stats": counters.as_dict(), "cpu_seconds": 2.5, "front": 4, "todo": 1,
             "dns_cache": 9, "paused": False, "histograms": {"fetch_latency_seconds": latency.as_dict()}}
-
-
-def add(tables: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """What the parent does with its agents' dicts: numbers added key by key."""
-    total: dict[str, Any] = {}
-    for table in tables:
-        for key, value in table.items():
-            if isinstance(value, Mapping):
-                total[key] = add([total.get(key, {}), value])
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                total[key] = total.get(key, 0) + value
-    return total
 
 
 def samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -83,7 +71,7 @@ def test_gauges_missing_from_a_status_are_left_out() -> None:
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.lists(st.floats(0, 100), max_size=20)), min_size=1, max_size=4))
 def test_the_sum_of_agents_renders_as_the_sum_of_their_metrics(agents: list[tuple[int, list[float]]]) -> None:
     statuses = [agent(pages, {200: pages}, {"dns": 1}, latencies) for pages, latencies in agents]
-    total = samples(Exporter(lambda: add(statuses)).render())
+    total = samples(Exporter(lambda: add_up(statuses)).render())  # what the parent does with its agents' statuses
     parts = [samples(Exporter(lambda s=s: s).render()) for s in statuses]  # type: ignore[misc]
     for key in total:
         assert abs(total[key] - sum(part[key] for part in parts)) <= 1e-6 * max(1.0, total[key]), key

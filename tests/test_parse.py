@@ -495,16 +495,16 @@ def test_parse_location_keeps_the_query_order_when_asked() -> None:
 
 
 def test_link_rules_from_the_config() -> None:
-    default = LinkRules.from_config(configuration.load(None))
+    default = configuration.link_rules(configuration.load(None))
     assert default == LinkRules() and default.link_rels == frozenset(PAGE_RELS)
     assert "stylesheet" not in PAGE_RELS and "search" not in PAGE_RELS and "author" not in PAGE_RELS
-    assert LinkRules.from_config(
+    assert configuration.link_rules(
         configuration.load(None, ['scope.link_rels=["*"]', "urls.sort_query=false", "scope.follow_nofollow=true"])
     ) == LinkRules(follow_nofollow=True, link_rels=None, sort_query=False)
-    assert LinkRules.from_config(configuration.load(None, ['scope.link_rels=["Next", "STYLESHEET"]'])).link_rels == {
+    assert configuration.link_rules(configuration.load(None, ['scope.link_rels=["Next", "STYLESHEET"]'])).link_rels == {
         "next", "stylesheet"
     }
-    assert LinkRules.from_config(configuration.load(None, ["scope.link_rels=[]"])).link_rels == frozenset()
+    assert configuration.link_rules(configuration.load(None, ["scope.link_rels=[]"])).link_rels == frozenset()
 
 
 # -- properties ----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import io
 import re
 
 from engine.progress import ProgressDisplay, duration, summary_text
+from engine.status import AgentStatus
 from engine.stats import Counters
 
 
@@ -18,11 +19,12 @@ class Stream(io.StringIO):
         return self.tty
 
 
-def status(pages: int, size: int, **extra: object) -> dict:
+def status(pages: int, size: int, **extra: object) -> AgentStatus:
     counters = Counters(pages=pages, bytes=size)
     counters.errors.update({"timeout": 2, "dns": 1})
-    return {"stats": counters.as_dict(), "hosts": 40, "front": 12, "required_front": 100, "todo": 3,
-            "in_flight": 7, "workbench_urls": 500, "disk_urls": 20, "sieve_ready": 5, "sieve_pending": 0, **extra}
+    return AgentStatus.from_dict({
+        "stats": counters.as_dict(), "hosts": 40, "front": 12, "required_front": 100, "todo": 3, "in_flight": 7,
+        "workbench_urls": 500, "disk_urls": 20, "sieve_ready": 5, "sieve_pending": 0, **extra})
 
 
 def test_without_a_terminal_auto_writes_a_plain_line_every_ten_seconds() -> None:

@@ -29,7 +29,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 import frontier.sieve as sieve_module
-from frontier.sieve import SLOT_BYTES, MercatorSieve, SieveCorrupted, _merge, fingerprint
+import frontier.sieve_merge as merge_module
+from frontier.sieve import SLOT_BYTES, MercatorSieve, SieveCorrupted, fingerprint
+from frontier.sieve_merge import merge_bucket
 from frontier.url_cache import UrlCache, cache_bytes, capacity_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -199,11 +201,11 @@ def test_merge_matches_a_set_model(
 ) -> None:
     bucket += data.draw(st.lists(st.sampled_from(sorted(store)), max_size=20)) if store else []
     bucket = data.draw(st.permutations(bucket))
-    monkeypatch.setattr(sieve_module, "CHUNK", chunk)
-    monkeypatch.setattr(sieve_module, "RANGES_ABOVE", data.draw(st.sampled_from([0, 10, 1 << 20])))
+    monkeypatch.setattr(merge_module, "CHUNK", chunk)
+    monkeypatch.setattr(merge_module, "RANGES_ABOVE", data.draw(st.sampled_from([0, 10, 1 << 20])))
     dst = io.BytesIO()
     src = io.BytesIO(np.array(sorted(store), dtype="<u8").tobytes())
-    new = _merge(np.array(bucket, dtype=np.uint64), src, len(store), dst)
+    new = merge_bucket(np.array(bucket, dtype=np.uint64), src, len(store), dst)
     seen = set(store)
     expected = []
     for fp in bucket:
@@ -214,8 +216,8 @@ def test_merge_matches_a_set_model(
 
 
 def test_sixteen_range_flush_with_chunked_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sieve_module, "CHUNK", 1000)
-    monkeypatch.setattr(sieve_module, "RANGES_ABOVE", 100)
+    monkeypatch.setattr(merge_module, "CHUNK", 1000)
+    monkeypatch.setattr(merge_module, "RANGES_ABOVE", 100)
     rng = random.Random(7)
     stream = [url(rng.randrange(20_000)) for _ in range(30_000)]
     sieve = MercatorSieve(tmp_path, bucket_bytes=SLOT_BYTES * 4000, frame_urls=100, fsync=False)
@@ -236,7 +238,7 @@ def test_flush_memory_is_bounded_by_the_bucket(tmp_path: Path) -> None:
     for round in range(2):
         for i in range(slots - 1):
             sieve.enqueue(url(round * 1_000_000 + i % 70_000))
-        chunks = 3 * 8 * min(sieve.known_count, sieve_module.CHUNK)
+        chunks = 3 * 8 * min(sieve.known_count, merge_module.CHUNK)
         tracemalloc.start()
         try:
             before = tracemalloc.get_traced_memory()[0]
@@ -281,7 +283,7 @@ def test_snapshots_taken_anywhere_recover(tmp_path_factory: pytest.TempPathFacto
         shutil.copytree(directory, copy)
         snapshots.append((copy, list(state["out"]), set(state["enq"])))
 
-    real_replace, real_frame = os.replace, sieve_module._write_ready_frame
+    real_replace, real_frame = os.replace, sieve_module.write_ready_frame
 
     def replace(a: os.PathLike, b: os.PathLike) -> None:
         snapshot()
@@ -296,7 +298,7 @@ def test_snapshots_taken_anywhere_recover(tmp_path_factory: pytest.TempPathFacto
         return end
 
     sieve = open_sieve(directory, slots, frame_urls=1, segment_bytes=80)
-    sieve_module.os.replace, sieve_module._write_ready_frame = replace, write_ready_frame  # type: ignore[assignment]
+    sieve_module.os.replace, sieve_module.write_ready_frame = replace, write_ready_frame  # type: ignore[assignment]
     try:
         for op, i in ops:
             if op == "e":
@@ -310,7 +312,7 @@ def test_snapshots_taken_anywhere_recover(tmp_path_factory: pytest.TempPathFacto
                 sieve.checkpoint()
             snapshot()
     finally:
-        sieve_module.os.replace, sieve_module._write_ready_frame = real_replace, real_frame  # type: ignore[assignment]
+        sieve_module.os.replace, sieve_module.write_ready_frame = real_replace, real_frame  # type: ignore[assignment]
     for copy, checkpointed_out, written in snapshots:
         check_recovery(copy, checkpointed_out, written, state["enq"])
     del sieve

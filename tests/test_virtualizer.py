@@ -31,9 +31,9 @@ SMALL = {"segment_bytes": 400, "buffer_bytes": 120, "fsync": False}
 
 def kill(v: WorkbenchVirtualizer) -> None:
     """What kill -9 leaves behind: the files as the OS has them, the write buffer gone."""
-    for fd in v._fds.values():
+    for fd in v._segments.fds.values():
         os.close(fd)
-    v._fds.clear()
+    v._segments.fds.clear()
 
 
 def expected_dequeue(queue: deque[bytes], max_items: int, max_bytes: int | None) -> list[bytes]:

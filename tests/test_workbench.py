@@ -23,6 +23,7 @@ class WorkbenchMachine(RuleBasedStateMachine):
         self.now = 0.0
         self.hosts: list[VisitState] = []
         self.expected: dict[int, deque[bytes]] = {}
+        self.due: dict[int, deque[bytes]] = {}  # revisits that came due: ahead of the backlog
         self.acquired: list[VisitState] = []
         self.resolving: list[VisitState] = []  # handed back by readdress, waiting for move
         self.ip_next: dict[str, float] = {}  # each IP's next_fetch as last seen: it never goes back
@@ -36,6 +37,7 @@ class WorkbenchMachine(RuleBasedStateMachine):
         vs.transition("resolve")
         self.hosts.append(vs)
         self.expected[vs.id] = deque()
+        self.due[vs.id] = deque()
         self.wb.attach(vs, f"10.0.0.{ip}")
 
     @precondition(lambda self: self.hosts)
@@ -46,6 +48,15 @@ class WorkbenchMachine(RuleBasedStateMachine):
         item = f"/p{self.counter}".encode()
         self.wb.push_url(vs, item)
         self.expected[vs.id].append(item)
+
+    @precondition(lambda self: self.hosts)
+    @rule(data=st.data())
+    def push_due(self, data: st.DataObject) -> None:
+        vs = data.draw(st.sampled_from(self.hosts))
+        self.counter += 1
+        item = f"/again{self.counter}".encode()
+        self.wb.push_due(vs, item)
+        self.due[vs.id].append(item)
 
     @rule(dt=st.floats(0, 3))
     def advance(self, dt: float) -> None:
@@ -66,8 +77,12 @@ class WorkbenchMachine(RuleBasedStateMachine):
         assert self.now >= self.last_end_host.get(vs.id, -1e9) + HOST_DELAY - 1e-9
         assert self.now >= self.last_end_ip.get(vs.ip, -1e9) + IP_DELAY - 1e-9
         assert all(other.ip != vs.ip for other in self.acquired), "two fetches in flight on one IP"
-        item = self.wb.pop_url(vs)
-        assert item == self.expected[vs.id].popleft(), "per-host order is not FIFO"
+        if vs.due is not None:
+            assert self.wb.pop_due(vs) == self.due[vs.id].popleft(), "due revisits are not first, in order"
+        else:
+            assert not self.due[vs.id]
+            item = self.wb.pop_url(vs)
+            assert item == self.expected[vs.id].popleft(), "per-host order is not FIFO"
         self.acquired.append(vs)
 
     @precondition(lambda self: self.acquired)
@@ -115,7 +130,7 @@ class WorkbenchMachine(RuleBasedStateMachine):
     @invariant()
     def statistics_agree_with_a_recount(self) -> None:
         s = self.wb.statistics()
-        assert s.urls == sum(len(q) for q in self.expected.values())
+        assert s.urls == sum(len(q) for q in self.expected.values()) + sum(len(q) for q in self.due.values())
         assert s.acquired == len(self.acquired)
         ips_with_work = {h.ip for h in self.hosts if h.has_work and h.phase is Phase.READY} | {h.ip for h in self.acquired}
         assert s.entries_with_work == len(ips_with_work)

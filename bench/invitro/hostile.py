@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import zlib
 
-import brotli  # type: ignore[import-untyped]
+import brotli
 
 PREFIX = "/hostile/"
 TARGETS = tuple(

@@ -25,13 +25,13 @@ from typing import Any
 import aiohttp
 import orjson
 import uvloop
-from aiohttp.abc import AbstractResolver
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from bench.invitro.model import WebModel, WebParams
 from bench.invitro.process import cpu_of, spawn
 
 
-def start_server(folder: Path, hosts: int, extra: list[str]) -> tuple[subprocess.Popen[bytes], dict]:
+def start_server(folder: Path, hosts: int, extra: list[str]) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
     return spawn(folder, ["--hosts", str(hosts), "--stats", str(folder / "stats.json"), "--no-dns", *extra])
 
 
@@ -41,7 +41,7 @@ class ModelResolver(AbstractResolver):
     def __init__(self, model: WebModel) -> None:
         self.model = model
 
-    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list[dict[str, Any]]:
+    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list[ResolveResult]:
         ip = self.model.ip_of(host)
         return [{"hostname": host, "host": ip, "port": port, "family": socket.AF_INET, "proto": 0, "flags": 0}]
 

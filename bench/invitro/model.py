@@ -176,7 +176,7 @@ class HostInfo(NamedTuple):
     """What the hash decides about one host (computed once, kept in an LRU cache)."""
 
     name: str
-    index: int
+    number: int  # its place in ``host_name`` order (a field named ``index`` would hide ``tuple.index``)
     origin: str  # http://name:port
     ip: str
     pages: int

@@ -34,7 +34,7 @@ from bench.invitro.requestlog import RequestLog
 try:  # ISA-L's deflate is about 3x zlib's at level 1 (shared/PERF-NOTES.md); zlib if absent
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover
-    import zlib as _zlib  # type: ignore[no-redef]
+    import zlib as _zlib  # type: ignore[no-redef]  # the same API under the same name
 
 MAX_HEAD = 64 * 1024
 _GZIP_WBITS = 31  # gzip container

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from frontier.filters.builtins import BUILTINS, ArgumentError, Kind, Predicate
-from frontier.filters.language import And, Call, Constant, Expression, FilterError, Not, Or, parse
+from frontier.filters.language import And, Call, Expression, FilterError, Not, Or, parse
 
 __all__ = ["PHASES", "Filter", "PhaseFilterError", "PhaseFilters", "compile_filter"]
 

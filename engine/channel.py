@@ -1,0 +1,72 @@
+"""The supervisor's channel: an agent's status lines out, the control API's commands in.
+
+Over the socket the supervisor gave the agent process (``engine/agent_process.py``): twice a
+second, and after each command, one JSON line ``{"status": AgentStatus as a dict}``; at the
+end ``{"summary": ...}``, or ``{"store_full": ...}`` the moment the disk has no room. The
+supervisor sends one JSON line per command: ``stop``, or one for ``obey`` (pause, resume,
+seeds, config; ``engine/steering.py``) which it waits to see applied (``command_seq``).
+Reads and writes nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from engine.status import AgentStatus
+
+STATUS_PERIOD = 0.5  # seconds between two status lines
+
+
+class SupervisorChannel:
+    """Status out, commands in; ``obey`` applies a command, ``stop`` ends the agent."""
+
+    def __init__(self, sock: socket.socket, status: Callable[[], AgentStatus],
+                 obey: Callable[[dict[str, Any]], None], stop: Callable[[str], None]) -> None:
+        self.sock = sock
+        self.status = status
+        self.obey = obey
+        self.stop = stop
+        self.command_seq = 0
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def run(self) -> None:
+        reader, writer = await asyncio.open_connection(sock=self.sock)
+        self._writer = writer
+
+        async def send_status() -> None:
+            while True:
+                self.send_status()
+                await writer.drain()
+                await asyncio.sleep(STATUS_PERIOD)  # a reporting period
+
+        sender = asyncio.create_task(send_status())
+        try:
+            while line := await reader.readline():
+                command = orjson.loads(line)
+                if command["cmd"] == "stop":
+                    self.stop(command.get("reason", "stopped"))
+                    continue
+                self.obey(command)
+                self.command_seq = command["seq"]
+                self.send_status()  # the supervisor waits for it
+            self.stop("supervisor gone")
+        finally:
+            sender.cancel()
+
+    def send_status(self) -> None:
+        self.tell({"status": self.status().as_dict()})
+
+    def tell(self, message: dict[str, Any]) -> None:
+        if self._writer is not None and not self._writer.is_closing():
+            self._writer.write(orjson.dumps(message) + b"\n")
+
+    async def drain(self) -> None:
+        if self._writer is not None:
+            with contextlib.suppress(ConnectionError):
+                await self._writer.drain()

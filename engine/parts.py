@@ -1,0 +1,77 @@
+"""How an agent's frontier and archive are built from the configuration, and the figures they report.
+
+The one place that turns crawl.toml's ``[frontier]``, ``[politeness]``, ``[scope]``,
+``[policy]`` and ``[store]`` into the objects of ``frontier/`` and ``store/``, so the agent
+(``engine/agent.py``) only wires them.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from engine.config import Config, describe
+from frontier.filters import PhaseFilters
+from frontier.frontier import Frontier, FrontierSettings, FrontierStatistics
+from frontier.policy import build
+from frontier.scope import Scope
+from store.archive import Archive, config_digest
+
+
+def build_frontier(config: Config, directory: Path, seeds: list[str], filters: PhaseFilters) -> Frontier:
+    """The frontier in ``directory`` (resumed from its checkpoint, if any), with the crawl policy of ``[policy]``."""
+    f, scope = config.frontier, config.scope
+    settings = FrontierSettings(
+        host_delay=config.politeness.host_delay,
+        ip_delay=config.politeness.ip_delay,
+        workbench_bytes=f.workbench_bytes,
+        sieve_bucket_bytes=f.sieve_bucket_bytes,
+        url_cache_bytes=f.url_cache_bytes,
+        virtualizer_segment_bytes=f.virtualizer_segment_bytes,
+        max_urls_per_host=scope.max_urls_per_host,
+        max_urls_per_shape=scope.max_urls_per_shape,
+        required_front=f.required_front,
+        front_step=f.front_step,
+        sieve_flush_interval=f.sieve_flush_interval,
+        max_fetch_retries=f.max_fetch_retries,
+    )
+    p = config.policy
+    return Frontier(
+        directory,
+        settings,
+        policy=build(p.name, Path(p.model) if p.model else None, p.options),
+        scope=Scope(scope.mode, seeds, max_url_length=scope.max_url_length, max_path_depth=scope.max_path_depth,
+                    max_repeated_segments=scope.max_repeated_segments),
+        schedule=filters.schedule.accepts if filters.schedule else None,
+    )
+
+
+def build_archive(config: Config, directory: Path, prefix: str) -> Archive:
+    """The WARC archive ``directory/PREFIX-*``; its warcinfo record says who crawled, how."""
+    return Archive(
+        directory,
+        prefix,
+        config.store,
+        info={
+            "software": "crawl/0.1.0 (Python, BUbiNG-style)",
+            "format": "WARC File Format 1.1",
+            "hostname": socket.gethostname(),
+            "http-header-user-agent": config.engine.user_agent,
+            "robots": "obey",
+            "config-digest": config_digest(describe(config)),
+        },
+    )
+
+
+def frontier_figures(fs: FrontierStatistics) -> dict[str, int]:
+    """The frontier's sizes, as status lines and stats.json report them."""
+    return {
+        "required_front": fs.distributor.required_front,
+        "front": fs.distributor.front,
+        "workbench_urls": fs.workbench.urls,
+        "workbench_bytes": fs.workbench.bytes,
+        "disk_urls": fs.disk_urls,
+        "sieve_known": fs.sieve_known,
+        "sieve_ready": fs.sieve_ready,
+        "sieve_pending": fs.sieve_pending,
+    }

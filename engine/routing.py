@@ -1,0 +1,140 @@
+"""Link routing: a page's links go to this agent's frontier or to the agent that owns their host.
+
+Reads the follow filter (``filters.follow``) and the consistent-hash ring
+(``engine/ownership.py``); writes the frontier (``discover``, ``drop``) and, with several
+agents, the link spools (``engine/link_exchange.py``), links and their contexts together.
+The exchange task writes the buffered links out every few tens of milliseconds and takes in
+those the other agents sent. Never fetches, never touches the workbench.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine.crew import Crew
+from engine.link_exchange import Inbox, Outbox, Position
+from engine.ownership import HashRing
+from frontier.page import LinkContext
+from frontier.urls import host_of, split
+
+EXCHANGE_PERIOD = 0.05  # seconds: spools are files, nothing to wait on
+
+
+class LinkRouter:
+    """Agent ``index`` of ``agents``: routes links, and owns the spools of a several-agent crawl."""
+
+    def __init__(self, crew: Crew, links: Path, index: int, agents: int) -> None:
+        self.crew = crew
+        self.index, self.agents = index, agents
+        self.ring = HashRing(agents)
+        self._owners: dict[str, int] = {}
+        self.links = links
+        self.outbox = Outbox(links, index, agents) if agents > 1 else None
+        self.inbox = Inbox(links, index, agents) if agents > 1 else None
+
+    def owner(self, scheme_authority: str) -> int:
+        owner = self._owners.get(scheme_authority)
+        if owner is None:
+            if len(self._owners) > 1 << 20:
+                self._owners.clear()
+            owner = self._owners[scheme_authority] = self.ring.owner(host_of(scheme_authority))
+        return owner
+
+    def mine(self, urls: Sequence[str]) -> list[str]:
+        """The URLs whose host this agent owns."""
+        return [u for u in urls if self.owner(split(u)[0]) == self.index]
+
+    def discover(self, links: Sequence[str], parent: str | None, contexts: Sequence[LinkContext] | None) -> None:
+        """Links of this agent's hosts go to its frontier, the others to their owners' spools."""
+        frontier = self.crew.frontier
+        follow = self.crew.filters.follow
+        if follow is not None:
+            kept = [i for i, url in enumerate(links) if follow.accepts(url)]
+            if len(kept) < len(links):
+                frontier.drop("follow_filter", len(links) - len(kept))
+                links = [links[i] for i in kept]
+                contexts = [contexts[i] for i in kept] if contexts is not None else None
+        if self.outbox is not None and parent is not None:
+            links, contexts = self._send_theirs(links, parent, contexts)
+        if links and frontier.discover(links, parent, contexts):
+            self.crew.distributor_alarm.fire()
+
+    def _send_theirs(
+        self, links: Sequence[str], parent: str, contexts: Sequence[LinkContext] | None
+    ) -> tuple[list[str], list[LinkContext] | None]:
+        assert self.outbox is not None
+        mine: list[str] = []
+        my_contexts: list[LinkContext] | None = [] if contexts is not None else None
+        theirs: dict[int, tuple[list[str], list[LinkContext] | None]] = {}
+        me, owner = self.index, self.owner
+        for i, url in enumerate(links):
+            slash = url.find("/", 8)
+            who = owner(url if slash < 0 else url[:slash])
+            if who == me:
+                mine.append(url)
+                if my_contexts is not None and contexts is not None:
+                    my_contexts.append(contexts[i])
+            else:
+                urls, their_contexts = theirs.setdefault(who, ([], [] if contexts is not None else None))
+                urls.append(url)
+                if their_contexts is not None and contexts is not None:
+                    their_contexts.append(contexts[i])
+        for who, (urls, their_contexts) in theirs.items():
+            self.outbox.add(who, parent, urls, their_contexts)
+        return mine, my_contexts
+
+    async def exchange(self) -> None:
+        """Send buffered links to their owners and take in the links sent here, until the agent stops."""
+        assert self.outbox is not None and self.inbox is not None
+        crew = self.crew
+        while not crew.stopping:
+            self.outbox.flush()
+            received = False
+            for parent, links, contexts in self.inbox.poll():
+                received |= bool(crew.frontier.discover(links, parent, contexts))
+            if received:
+                crew.distributor_alarm.fire()
+            await asyncio.sleep(EXCHANGE_PERIOD)
+
+    # -- what the checkpoint, the status and the end-of-crawl check need -----------------------------
+
+    @property
+    def pending(self) -> bool:
+        """Links buffered for another agent, not written yet."""
+        return self.outbox is not None and self.outbox.pending
+
+    def flush(self) -> None:
+        if self.outbox is not None:
+            self.outbox.flush()
+
+    def read_positions(self) -> dict[int, Position]:
+        return self.inbox.positions() if self.inbox is not None else {}
+
+    def committed(self, positions: dict[int, Position]) -> None:
+        if self.inbox is not None:
+            self.inbox.committed(positions)
+
+    def resume_reading(self, positions: dict[int, Position]) -> None:
+        """Read the spools from a checkpoint's positions."""
+        if self.inbox is not None:
+            self.inbox = Inbox(self.links, self.index, self.agents, positions)
+
+    def status(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+        """(spool ends written, read positions), keyed by the other agent, for the supervisor's end check."""
+        out = {str(k): list(v) for k, v in self.outbox.positions().items()} if self.outbox else {}
+        read = {str(k): list(v) for k, v in self.inbox.positions().items()} if self.inbox else {}
+        return out, read
+
+    def close(self) -> None:
+        if self.outbox is not None:
+            self.outbox.close()
+
+    @property
+    def sent(self) -> int:
+        return self.outbox.links_sent if self.outbox is not None else 0
+
+    @property
+    def received(self) -> int:
+        return self.inbox.links_received if self.inbox is not None else 0

@@ -1,0 +1,56 @@
+"""The control API's commands, as one agent applies them: pause, resume, new seeds, live settings.
+
+The supervisor fans each command out to every agent (``engine/channel.py``); the keys a live
+change may touch are ``engine/control.py: LIVE_KEYS``, already checked there. Writes the
+configuration, the crew's filters and run flag, the frontier's delays and schedule filter
+(``Frontier.set_delays``, ``Frontier.schedule``) and the number of fetchers; nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.crew import Crew
+from engine.fetching import Fetchers
+from engine.routing import LinkRouter
+from frontier.filters import PhaseFilters
+
+
+class Steering:
+    """Applies commands to one agent."""
+
+    def __init__(self, crew: Crew, fetchers: Fetchers, router: LinkRouter) -> None:
+        self.crew = crew
+        self.fetchers = fetchers
+        self.router = router
+
+    def obey(self, command: dict[str, Any]) -> None:
+        crew = self.crew
+        cmd = command["cmd"]
+        if cmd == "pause":
+            crew.running.clear()
+        elif cmd == "resume":
+            crew.running.set()
+        elif cmd == "seeds":
+            mine = self.router.mine(command["urls"])
+            if mine and crew.frontier.discover(mine):
+                crew.distributor_alarm.fire()
+        elif cmd == "config":
+            self.reconfigure(command["changes"])
+
+    def reconfigure(self, changes: dict[str, Any]) -> None:
+        crew = self.crew
+        for key, value in changes.items():
+            section, name = key.split(".")
+            setattr(getattr(crew.config, section), name, value)
+        politeness = crew.config.politeness
+        if "politeness.host_delay" in changes:  # applies from each host's next fetch on
+            crew.frontier.set_delays(host_delay=politeness.host_delay)
+        if "politeness.ip_delay" in changes:
+            crew.frontier.set_delays(ip_delay=politeness.ip_delay)
+        if "engine.fetchers" in changes:
+            self.fetchers.resize(crew.config.engine.fetchers)
+        if any(key.startswith("filters.") for key in changes):
+            crew.filters = PhaseFilters.from_config(crew.config.filters)
+            crew.frontier.schedule = crew.filters.schedule.accepts if crew.filters.schedule else None
+        crew.todo_alarm.fire()

@@ -1,0 +1,143 @@
+"""The todo filler: moves hosts that are polite to fetch now from the workbench to the todo ring.
+
+Reads the frontier's workbench through ``acquire``/``hand_out``/``next_deadline``; writes the
+todo ring, and, with several agents, the machine-wide IP table (``engine/ip_table.py``): a host
+goes to the ring only once its IP's slot is free there too. A host whose DNS answer expired
+goes to a resolve task instead (``engine/resolving.py``). Never fetches, never touches the
+sieve. Sleeps until the workbench's next deadline or a wake-up (the todo alarm).
+
+With a policy that ranks URLs (``Frontier.ranked``), the ring hands out the best-ranked host
+first (``Frontier.rank``): among the hosts polite now, the policy chooses which goes next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+
+from engine.crew import Crew
+from engine.ip_table import BUSY, SharedIpTable
+from engine.metrics import WAIT_BUCKETS, Histogram
+from frontier.visit_state import VisitState
+
+BUSY_POLL = 0.01  # seconds between two looks at IPs another agent is fetching from
+
+
+class TodoRing:
+    """Ready visit states, first in first out (or best rank first); fetchers that find it empty wait on a future each."""
+
+    def __init__(self, rank: Callable[[VisitState], float] | None = None) -> None:
+        self._ring: collections.deque[VisitState] = collections.deque()
+        self._rank = rank
+        self._ranked: list[tuple[float, int, VisitState]] = []
+        self._seq = itertools.count()
+        self._waiters: collections.deque[asyncio.Future[VisitState | None]] = collections.deque()
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._ring) + len(self._ranked)
+
+    def put(self, vs: VisitState) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(vs)
+                return
+        if self._rank is None:
+            self._ring.append(vs)
+        else:
+            heapq.heappush(self._ranked, (self._rank(vs), next(self._seq), vs))
+
+    def get_nowait(self) -> VisitState | None:
+        if self._rank is None:
+            return self._ring.popleft() if self._ring else None
+        return heapq.heappop(self._ranked)[2] if self._ranked else None
+
+    async def wait_get(self) -> VisitState | None:
+        """The next visit state, or None once the ring is closed."""
+        vs = self.get_nowait()
+        if vs is not None or self._closed:
+            return vs
+        waiter: asyncio.Future[VisitState | None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        return await waiter
+
+    def wake_all(self) -> None:
+        """Wake every waiting fetcher with None, so each checks whether it should still run."""
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+
+    def close(self) -> list[VisitState]:
+        """Wake every waiting fetcher with None and hand back the tokens still queued."""
+        self._closed = True
+        self.wake_all()
+        left = list(self._ring) + [vs for _, _, vs in self._ranked]
+        self._ring.clear()
+        self._ranked.clear()
+        return left
+
+
+class IpLeases:
+    """The machine-wide side of IP politeness (several agents); with one agent every lease is granted."""
+
+    def __init__(self, table: SharedIpTable | None, ip_delay: Callable[[], float]) -> None:
+        self.table = table
+        self.ip_delay = ip_delay  # a live setting
+
+    def take(self, vs: VisitState, now: float) -> float | bool | None:
+        """None: the IP is free; a float: free, but another agent fetched from it then; False: busy now."""
+        if self.table is None or vs.ip is None:
+            return None
+        retry = self.table.try_acquire(vs.ip, now, self.ip_delay())
+        return False if retry == BUSY else retry
+
+    def release(self, ip: str | None) -> None:
+        if self.table is not None and ip is not None:
+            self.table.release(ip, time.monotonic() + self.ip_delay())
+
+
+class TodoFiller:
+    """The task described in the module docstring."""
+
+    def __init__(self, crew: Crew, todo: TodoRing, leases: IpLeases, resolve: Callable[[VisitState], None]) -> None:
+        self.crew = crew
+        self.todo = todo
+        self.leases = leases
+        self.resolve = resolve  # starts a resolve task for a host whose address expired
+        self.politeness_wait = Histogram(WAIT_BUCKETS)
+
+    async def run(self) -> None:
+        crew, frontier = self.crew, self.crew.frontier
+        busy: list[VisitState] = []  # hosts whose IP another agent is fetching from
+        while not crew.stopping:
+            now = time.monotonic()
+            if busy:
+                busy = [vs for vs in busy if not self._pass_on(vs, now)]
+            while (vs := frontier.acquire(now)) is not None:
+                if not frontier.hand_out(vs, now):  # resolved again off the fetch path; its IP serves others meanwhile
+                    self.resolve(vs)
+                elif not self._pass_on(vs, now):
+                    busy.append(vs)
+            deadline = frontier.next_deadline()
+            if busy:  # polled with one system call each: cheaper than handing them back and forth
+                deadline = min(deadline, now + BUSY_POLL) if deadline is not None else now + BUSY_POLL
+            await crew.todo_alarm.wait(deadline)  # nothing is polite before it, unless woken
+            if deadline is not None:
+                self.politeness_wait.observe(time.monotonic() - now)
+
+    def _pass_on(self, vs: VisitState, now: float) -> bool:
+        """Give ``vs`` to the fetchers if the IP table lets it; False while its IP is busy with another agent."""
+        lease = self.leases.take(vs, now)
+        if lease is False:
+            return False
+        if lease is not None:  # another agent fetched from it a moment ago: wait the IP delay from then
+            self.crew.frontier.release(vs, now, host_next=vs.next_fetch, ip_next=float(lease))
+            return True
+        self.todo.put(vs)
+        return True
