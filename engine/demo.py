@@ -20,7 +20,10 @@ import signal
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, NoReturn
+
+import orjson
 
 from bench.invitro.process import spawn
 from engine.config import Config
@@ -37,11 +40,14 @@ def in_vitro_web(config: Config) -> Iterator[list[str]]:
     The child is stopped with SIGTERM on the way out, which flushes its request log.
     """
     folder = config.out_dir / "invitro"
+    args = ["--hosts", str(DEMO_HOSTS), "--seeds", str(DEMO_HOSTS), "--log", str(folder / "requests.jsonl")]
     try:
-        child, web = spawn(folder, ["--hosts", str(DEMO_HOSTS), "--seeds", str(DEMO_HOSTS),
-                                    "--log", str(folder / "requests.jsonl")])
-    except RuntimeError as e:
-        raise SystemExit(f"crawl: error: {e}") from None
+        child, web = spawn(folder, args + ["--port", str(previous_port(folder))])
+    except RuntimeError:
+        try:  # the port the crawl's URLs name is taken now: those URLs fail to connect, the rest of the web is there
+            child, web = spawn(folder, args)
+        except RuntimeError as e:
+            raise SystemExit(f"crawl: error: {e}") from None
     try:
         aim_at(config, web)
         print(
@@ -53,6 +59,17 @@ def in_vitro_web(config: Config) -> Iterator[list[str]]:
     finally:
         child.send_signal(signal.SIGTERM)
         child.wait(timeout=30)
+
+
+def previous_port(folder: Path) -> int:
+    """The port the web of an earlier run in this folder served on, or 0 (any free one).
+
+    A resumed demo crawl serves the same web on the same port: its queued URLs name that port.
+    """
+    try:
+        return int(orjson.loads((folder / "ready.json").read_bytes())["port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
 
 
 def aim_at(config: Config, web: Mapping[str, Any]) -> None:

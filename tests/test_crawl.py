@@ -272,6 +272,19 @@ def test_crawl_run_without_seeds_crawls_the_in_vitro_web(tmp_path: Path) -> None
     assert len(served) == records, "the in-vitro child must have been stopped with its log flushed"
 
 
+def test_a_resumed_demo_crawl_serves_its_web_where_the_queued_urls_point(tmp_path: Path) -> None:
+    import orjson
+
+    out = tmp_path / "out"
+    for args in (["--max-pages", "150"], ["--resume", "--max-pages", "300"]):
+        proc = subprocess.run([sys.executable, "-m", "engine.cli", "run", "--out", str(out), *args,
+                               "--set", "politeness.host_delay=0.05"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    stats = orjson.loads((out / "stats.json").read_bytes())
+    assert stats["stop_reason"] == "max_pages" and stats["pages"] == 300
+    assert stats["errors"] == {}, "the URLs queued before the resume name the web's first port"
+
+
 def test_parse_and_store_filters_decide_what_is_parsed_and_archived(tmp_path: Path) -> None:
     web = WebThread(SMALL_WEB, tmp_path / "requests.jsonl")
     seeds = web.web.seeds[:3]
