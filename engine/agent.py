@@ -106,7 +106,7 @@ class Agent:
         if channel is not None:
             steering = Steering(crew, self.fetchers, self.router)
             self.channel = SupervisorChannel(channel, self.status, steering.obey, crew.finish)
-            crew.on_full.append(lambda message, path: self._tell_full(message, path))
+            crew.on_full.append(self._tell_full)
         self.timeline: list[dict[str, float]] = []
         self.started = 0.0
         self._cpu_at_start = 0.0

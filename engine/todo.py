@@ -90,12 +90,12 @@ class IpLeases:
         self.table = table
         self.ip_delay = ip_delay  # a live setting
 
-    def take(self, vs: VisitState, now: float) -> float | bool | None:
-        """None: the IP is free; a float: free, but another agent fetched from it then; False: busy now."""
+    def take(self, vs: VisitState, now: float) -> float | None:
+        """The IP table's answer (``SharedIpTable.try_acquire``): None when free, :data:`BUSY` while
+        another agent fetches from it, else when it may be fetched from."""
         if self.table is None or vs.ip is None:
             return None
-        retry = self.table.try_acquire(vs.ip, now, self.ip_delay())
-        return False if retry == BUSY else retry
+        return self.table.try_acquire(vs.ip, now, self.ip_delay())
 
     def release(self, ip: str | None) -> None:
         if self.table is not None and ip is not None:
@@ -133,11 +133,11 @@ class TodoFiller:
 
     def _pass_on(self, vs: VisitState, now: float) -> bool:
         """Give ``vs`` to the fetchers if the IP table lets it; False while its IP is busy with another agent."""
-        lease = self.leases.take(vs, now)
-        if lease is False:
+        retry = self.leases.take(vs, now)
+        if retry == BUSY:
             return False
-        if lease is not None:  # another agent fetched from it a moment ago: wait the IP delay from then
-            self.crew.frontier.release(vs, now, host_next=vs.next_fetch, ip_next=float(lease))
+        if retry is not None:  # another agent fetched from it a moment ago: wait the IP delay from then
+            self.crew.frontier.release(vs, now, host_next=vs.next_fetch, ip_next=retry)
             return True
         self.todo.put(vs)
         return True
