@@ -142,3 +142,26 @@ def scrapy_side(result: Result, path: Path) -> None:
         ax.set_title(f"{label}: ratio {result['ratios'][key]:.1f}x")
     fig.suptitle(f"The same in-vitro web through the same proxy, host delay {result['host_delay']:g} s")
     _save(fig, path)
+
+
+def clustergraph_eval(result: Result, path: Path) -> None:
+    """Valuable downloads against downloads, per site and budget, one line per method (d, dg, gd)."""
+    panels = [(site, budget, scored) for site in result["sites"] for budget, scored in site["budgets"].items()]
+    columns = min(4, len(panels))
+    rows = (len(panels) + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False)
+    styles = {"d": ("tab:gray", "-"), "dg": ("tab:blue", "--"), "gd": ("tab:orange", ":")}
+    for ax, (site, budget, scored) in zip(axes.flat, panels, strict=False):
+        for method, s in scored.items():
+            curve = s["curve"]
+            color, line = styles.get(method, ("black", "-"))
+            ax.plot(range(1, len(curve) + 1), curve, color=color, linestyle=line,
+                    label=f"{method}: {s['valuable_share']:.2f}")
+        ax.plot([0, int(budget)], [0, int(budget)], color="black", linewidth=0.5, alpha=0.3)
+        ax.set_title(f"{site['label']}, budget {budget}", fontsize=9)
+        ax.set_xlabel("downloads")
+        ax.set_ylabel("valuable new downloads")
+        ax.legend(fontsize=8, title="valuable share", title_fontsize=8)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    _save(fig, path)

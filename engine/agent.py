@@ -196,7 +196,7 @@ class Agent:
             ips=fs.workbench.entries, **frontier_figures(fs), dns_cache=len(self.resolvers.resolver.cache),
             histograms={"fetch_latency_seconds": self.fetchers.latency.as_dict(),
                         "politeness_wait_seconds": self.todo_filler.politeness_wait.as_dict()},
-            links_out=links_out, links_in=links_in,
+            policy=fs.policy, links_out=links_out, links_in=links_in,
         )
 
     def summary(self) -> dict[str, Any]:
@@ -215,7 +215,9 @@ class Agent:
             "hosts": fs.workbench.visit_states,
             "ips": fs.workbench.entries,
             "frontier": {**frontier_figures(fs), "discovered": fs.discovered, "cache_hits": fs.cache_hits,
-                         "to_disk": fs.distributor.to_disk, "from_disk": fs.distributor.from_disk, "drops": fs.drops},
+                         "dup_lookups": fs.dup_lookups, "to_disk": fs.distributor.to_disk,
+                         "from_disk": fs.distributor.from_disk, "drops": fs.drops},
+            "policy": fs.policy,
             "store": dataclasses.asdict(self.store.statistics()),
             **self.checkpointer.summary(),
             **({"store_full": {"message": full[0], "path": str(full[1])}} if full else {}),

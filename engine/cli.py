@@ -1,4 +1,5 @@
-"""The ``crawl`` command: ``crawl run`` crawls, ``crawl invitro`` serves the in-vitro web.
+"""The ``crawl`` command: ``crawl run`` crawls, ``crawl learn`` trains a policy's model, ``crawl invitro``
+serves the in-vitro web.
 
 The composition root: it reads the command line and crawl.toml into a
 :class:`~engine.config.Config` and hands it to the supervisor (``engine/supervisor.py``).
@@ -46,6 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="continue the crawl in the output folder (after a stop, a crash or a reboot); "
                           "starts a new one if the folder holds none")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a crawl.toml key")
+    learn = commands.add_parser("learn", help="train a crawl policy's model by a sampling crawl of one site")
+    learn.add_argument("method", choices=["clustergraph"], help="what to learn (engine/learn.py)")
+    learn.add_argument("-c", "--config", type=Path, help="a crawl.toml file (network, dns, politeness, robots, scope)")
+    learn.add_argument("--seeds", type=Path, required=True, help="file of seed URLs of one site, one per line")
+    learn.add_argument("--out", type=Path, required=True, metavar="MODEL_DIR", help="folder of the model and its sample")
+    learn.add_argument("--proxy", help="HTTP proxy URL (network.proxy)")
+    learn.add_argument("--dns", help="DNS server HOST:PORT (dns.servers)")
+    learn.add_argument("--max-pages", type=int, help="page downloads of the sampling crawl (robots.txt not counted)")
+    learn.add_argument("--from-sample", type=Path, metavar="FILE", help="retrain from a saved sample.jsonl, offline")
+    learn.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="a model parameter (tau=0.5), or a crawl.toml key (politeness.host_delay=1)")
     invitro = commands.add_parser("invitro", help="serve the in-vitro web and its DNS on loopback", add_help=False)
     invitro.add_argument("args", nargs=argparse.REMAINDER)
     return parser
@@ -111,6 +123,17 @@ def run(args: argparse.Namespace) -> int:
     return status  # 0, 1 (an agent kept failing) or 3 (the store is full: engine/supervisor.py)
 
 
+def learn(args: argparse.Namespace) -> int:
+    from engine.learn import learn as learn_model  # here: crawl run never loads the learner
+
+    try:
+        lines = read_seeds(args.seeds)
+    except ConfigError as e:
+        sys.stderr.write(f"crawl: config error: {e}\n")
+        return 2
+    return learn_model(args, lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["invitro"]:
@@ -121,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         from engine.warc_cli import main as warc_main
         return warc_main(argv[1:])
     args = build_parser().parse_args(argv)
-    return run(args)
+    return learn(args) if args.command == "learn" else run(args)
 
 
 if __name__ == "__main__":

@@ -151,7 +151,7 @@ class FiltersConfig:
 
 @dataclass
 class PolicyConfig:
-    name: str = _doc("breadth-first", "crawl policy: breadth-first, shallow-first, or any module of frontier/policies/ or crawl.policies entry point")
+    name: str = _doc("breadth-first", "crawl policy: breadth-first, shallow-first, clustergraph, or any module of frontier/policies/ or crawl.policies entry point")
     model: str = _doc("", "the policy's model, a file or folder its learner wrote; empty = none")
     options: dict[str, Any] = _doc({}, "the policy's own keys, written beside name and model in [policy] (see its module)")
 
@@ -346,7 +346,7 @@ def validate(config: Config) -> None:
     except PhaseFilterError as e:
         raise ConfigError(f"filters.{e.phase}", str(e)) from None
     try:  # the policy's model is not read here: only building the policy does
-        check_policy(config.policy.name, config.policy.options)
+        check_policy(config.policy.name, config.policy.options, Path(config.policy.model) if config.policy.model else None)
     except PolicyError as e:
         raise ConfigError(f"policy.{e.key}", e.problem) from None
 

@@ -13,7 +13,11 @@ up across agents:
 * ``cpu_seconds`` (a counter) and the gauges of :data:`GAUGES` (front, todo, workbench bytes,
   sieve, DNS cache, ...), at the top level;
 * ``histograms``: name → :meth:`Histogram.as_dict`, counts per bucket that add up bucket by
-  bucket; ``paused``: true while paused (a bool, not added: the parent sets its own).
+  bucket; ``paused``: true while paused (a bool, not added: the parent sets its own);
+* ``policy``: the crawl policy's labelled counters (``CrawlPolicy.counters()``, name → label →
+  count), each exported as ``crawl_policy_<name>_total`` with one label: ``cluster`` for a
+  counter whose name starts with ``cluster_`` (per-cluster counts of the clustergraph policy),
+  ``key`` for any other.
 
 :class:`Histogram` is what the fetch loop observes into (fetch latency; the todo filler's
 politeness waits): a bisect and two additions, no lock and no label lookup, several times
@@ -22,6 +26,7 @@ cheaper than prometheus-client's own ``Histogram.observe``.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -104,6 +109,19 @@ HISTOGRAMS = {
 }
 
 
+_METRIC_NAME = re.compile(r"[^a-zA-Z0-9_]")  # a policy names its counters freely; a metric name may not
+
+
+def _policy_families(counters: Mapping[str, Mapping[str, int]]) -> Iterator[Metric]:
+    for name, table in sorted(counters.items()):
+        label = "cluster" if name.startswith("cluster_") else "key"
+        family = CounterMetricFamily(f"crawl_policy_{_METRIC_NAME.sub('_', name)}",
+                                     f"The crawl policy's counter {name!r}, by {label}.", labels=[label])
+        for label_value, count in sorted(table.items()):
+            family.add_metric([str(label_value)], count)
+        yield family
+
+
 def _families(status: Mapping[str, Any]) -> Iterator[Metric]:
     for key, value in status["stats"].items():
         if key in _LABELLED:
@@ -129,6 +147,7 @@ def _families(status: Mapping[str, Any]) -> Iterator[Metric]:
             buckets.append((bound, cumulative))
         text = HISTOGRAMS[name][0] if name in HISTOGRAMS else f"{name} (see GET /status)."
         yield HistogramMetricFamily(f"crawl_{name}", text, buckets=buckets, sum_value=h["sum"])
+    yield from _policy_families(status.get("policy", {}))
 
 
 class _StatusCollector:

@@ -88,7 +88,9 @@ class FrontierStatistics:
     revisits: int
     discovered: int
     cache_hits: int
+    dup_lookups: int = 0  # URL-cache lookups: one per link that reached the duplicate check
     drops: dict[str, int] = field(default_factory=dict)
+    policy: dict[str, dict[str, int]] = field(default_factory=dict)  # the policy's counters(), copied
 
 
 class CheckpointMismatch(ValueError):
@@ -121,6 +123,8 @@ class Frontier:
         self.schedule = schedule  # the schedule filter (frontier/filters); None accepts all
         hooks = type(policy)
         self._policy_filters = hooks.accept_link is not CrawlPolicy.accept_link
+        # dg: the policy judges only links the URL cache does not hold (read once, like the hooks)
+        self._judge_after_lookup = self._policy_filters and policy.judges_new_links_only
         # what the engine builds for the policy: nothing, for one that overrides no hook
         self.wants_pages = hooks.on_fetched is not CrawlPolicy.on_fetched or hooks.on_failed is not CrawlPolicy.on_failed
         self.wants_context = policy.wants_context
@@ -168,6 +172,7 @@ class Frontier:
         self.retrying = 0
         self.discovered = 0
         self.cache_hits = 0
+        self.dup_lookups = 0
         self._next_flush = 0.0
 
     # -- checkpoints -------------------------------------------------------------------
@@ -194,7 +199,8 @@ class Frontier:
             "version": 2,
             "sieve": sieve_state,
             "required_front": d.required_front,
-            "counters": {"discovered": self.discovered, "cache_hits": self.cache_hits, "drops": dict(self.drops)},
+            "counters": {"discovered": self.discovered, "cache_hits": self.cache_hits, "dup_lookups": self.dup_lookups,
+                         "drops": dict(self.drops)},
             "revisits": self.revisits.state(now),
             "policy": policy_name(self.policy),
             "extra": extra,
@@ -230,6 +236,7 @@ class Frontier:
         d.required_front = max(d.required_front, meta["required_front"])
         counters = meta["counters"]
         self.discovered, self.cache_hits = counters["discovered"], counters["cache_hits"]
+        self.dup_lookups = counters.get("dup_lookups", 0)  # older checkpoints did not count them
         self.drops.update(counters["drops"])
         if self.shapes is not None and meta.get("shapes"):  # a checkpoint taken with the budget off has none
             self.shapes.load(meta["shapes"])
@@ -262,50 +269,72 @@ class Frontier:
     def discover(
         self, links: Iterable[str], parent: str | None = None, contexts: Iterable[LinkContext] | None = None
     ) -> int:
-        """Offer canonical URLs to scope, policy, URL cache, trap limits and sieve; returns how many reached the sieve."""
+        """Offer canonical URLs to scope, policy, URL cache, trap limits and sieve; returns how many reached the sieve.
+
+        The policy judges a link before the URL cache looks it up (gd), or, when it
+        ``judges_new_links_only``, after a lookup that does not insert, and only on a miss
+        (dg): the cache then holds a link only once it is accepted, so a link refused under
+        one parent is not lost when another parent offers it (digest §2.12, §5 #21).
+        """
         allows = self.scope.allows
         rejects = self.scope.rejects
         schedule = self.schedule
         policy = self.policy
+        judge_first = self._policy_filters and not self._judge_after_lookup
+        judge_after_lookup = self._judge_after_lookup
         hosts = self.distributor.host_to_visit_state
         host_cap = self.settings.max_urls_per_host
-        cache_add = self.cache.add
+        cache = self.cache
+        cache_add = cache.add
         enqueue = self.sieve.enqueue
+        drops = self.drops
         context_iter = iter(contexts) if contexts is not None else None
-        accepted = 0
+        accepted = lookups = hits = 0
         for url in links:
             context = next(context_iter) if context_iter is not None else None
             scheme_authority = split(url)[0]
             if not allows(scheme_authority):
-                self.drops["scope"] += 1
+                drops["scope"] += 1
                 continue
             if schedule is not None and not schedule(url):
-                self.drops["schedule_filter"] += 1
+                drops["schedule_filter"] += 1
                 continue
-            if self._policy_filters:
+            if judge_first:
                 reason = policy.accept_link(url, parent, context)
                 if reason is not None:
-                    self.drops[reason] += 1
+                    drops[reason] += 1
                     continue
             vs = hosts.get(scheme_authority)
             if vs is not None and vs.scheduled >= host_cap:
-                self.drops["host_limit"] += 1
+                drops["host_limit"] += 1
                 continue
             data = url.encode()
             fp = _fingerprint(data)
-            if not cache_add(fp):
-                self.cache_hits += 1
+            lookups += 1
+            if judge_after_lookup:
+                if fp in cache:
+                    hits += 1
+                    continue
+                reason = policy.accept_link(url, parent, context)
+                if reason is not None:
+                    drops[reason] += 1
+                    continue
+                cache_add(fp)
+            elif not cache_add(fp):
+                hits += 1
                 continue
             # the trap limits depend on the URL alone: judged once, its later links are cache hits
             reason = rejects(url)
             if reason is not None:
-                self.drops[reason] += 1
+                drops[reason] += 1
                 continue
             if self.ranked:  # the lane travels with the URL, 2 bytes ahead of it
                 data = max(0, min(MAX_LANE, policy.priority(url, parent, context))).to_bytes(2, "big") + data
             enqueue(data, fp)
             accepted += 1
         self.discovered += accepted
+        self.dup_lookups += lookups
+        self.cache_hits += hits
         return accepted
 
     def drop(self, reason: str, n: int = 1) -> None:
@@ -583,7 +612,9 @@ class Frontier:
             revisits=len(self.revisits),
             discovered=self.discovered,
             cache_hits=self.cache_hits,
+            dup_lookups=self.dup_lookups,
             drops=dict(self.drops),
+            policy={name: dict(table) for name, table in self.policy.counters().items()},
         )
 
     def close(self) -> None:

@@ -17,15 +17,24 @@ politeness, robots.txt, the sieve's exactly-once guarantee and scope are enforce
 * ``wants_context``: links come with their :class:`~frontier.page.LinkContext` (the engine
   computes it only then). ``wants_document``: a fetched page comes with its parsed lxml
   document. ``ranks_urls``: the policy orders URLs (``priority`` and ``lane_rank``).
+  ``needs_model``: the crawl's configuration is refused (``policy.model``) unless
+  ``policy.model`` names an existing file or folder.
+* ``judges_new_links_only`` (a class or instance attribute, read once by the frontier):
+  ``accept_link`` is asked after the URL cache instead of before it, and only about links
+  the cache does not hold; the cache then remembers a link only once it is accepted, so a
+  link refused under one parent is judged again under the next (the "dg" order of
+  ``frontier/policies/clustergraph.py``). Default: judge every link, then look it up.
 * ``__init__(options, model)``: ``options`` is an instance of its ``Options``, validated;
   ``model`` the path of ``policy.model`` (a file or folder an offline learner wrote), or None.
 
 **Hooks** (the frontier calls them; all pure)
 
 1. ``accept_link(url, parent, context) -> str | None``, for every canonical link of a fetched
-   page (and for seeds and redirect targets, with ``parent=None``), after scope and before
-   the URL cache and the sieve. ``None`` accepts; a short reason string drops the link and
-   is counted under that reason in the crawl's drops.
+   page (``parent`` is the page's URL), for seeds (``parent=None``) and for a redirect
+   target (``parent`` is the URL that redirected, whose ``on_fetched`` came just before with
+   ``page.redirect`` set), after scope and before the URL cache and the sieve (after the
+   cache with ``judges_new_links_only``). ``None`` accepts; a short reason string drops the
+   link and is counted under that reason in the crawl's drops.
 2. ``priority(url, parent, context) -> int``, only with ``ranks_urls``, for each accepted new
    link: its *lane*, 0–65535, stored with the URL through the sieve and the virtualizer.
    Each host keeps one first-in-first-out queue per lane, in memory and on disk.
@@ -43,6 +52,11 @@ politeness, robots.txt, the sieve's exactly-once guarantee and scope are enforce
    retry is left.
 6. ``state() -> bytes`` and ``restore(state)``: what the policy has learned, saved in the
    frontier's checkpoint and given back when the crawl resumes (defaults: nothing).
+7. ``counters() -> {name: {label: count}}``: labelled counters the policy keeps (pages per
+   cluster, drops per reason, ...), read with the frontier's statistics. They reach each
+   agent's stats.json under ``policy`` (added up across agents), ``GET /status`` and
+   ``/metrics`` as ``crawl_policy_<name>`` (``engine/metrics.py``). Counters that should
+   survive a resume belong in ``state()`` too. Default: none.
 
 A :class:`Revisit` asks for ``url`` to be fetched again at ``at``, a time on the frontier's
 clock: the ``now`` the hooks receive (monotonic seconds; never the page's ``fetched_at``,
@@ -54,7 +68,8 @@ imported. Asked for a name not registered yet, :func:`build` and :func:`check` i
 module of the :mod:`frontier.policies` package and every entry point of the
 ``crawl.policies`` group (another package's ``[project.entry-points."crawl.policies"]``), so
 adding a policy takes one new module and no edit here or in the engine. Two modules may not
-register the same name. Offline learners that write ``model`` belong in ``tools/``.
+register the same name. A learner that writes ``model`` keeps its pure core beside the policy
+(``frontier/clustergraph/``) and its fetching in the engine (``crawl learn``, ``engine/learn.py``).
 """
 
 from __future__ import annotations
@@ -105,6 +120,8 @@ class CrawlPolicy:
     wants_context: ClassVar[bool] = False
     wants_document: ClassVar[bool] = False
     ranks_urls: ClassVar[bool] = False
+    needs_model: ClassVar[bool] = False
+    judges_new_links_only: bool = False  # an instance may set it from its options
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -135,6 +152,9 @@ class CrawlPolicy:
 
     def restore(self, state: bytes) -> None:
         pass
+
+    def counters(self) -> Mapping[str, Mapping[str, int]]:
+        return {}
 
 
 # -- the registry ------------------------------------------------------------------------
@@ -234,9 +254,15 @@ def _options(cls: type[CrawlPolicy], given: Mapping[str, Any]) -> object:
     return cls.Options(**values)
 
 
-def check(name: str, options: Mapping[str, Any]) -> None:
-    """Raise PolicyError if ``name`` is no policy or ``options`` do not fit it (nothing is built or read)."""
-    _options(_policy_class(name), options)
+def check(name: str, options: Mapping[str, Any], model: Path | None = None) -> None:
+    """Raise PolicyError if ``name`` is no policy, ``options`` do not fit it, or it needs a ``model`` not there.
+
+    Nothing is built or read: the model's content is judged when the policy is built."""
+    cls = _policy_class(name)
+    _options(cls, options)
+    if cls.needs_model and (model is None or not model.exists()):
+        raise PolicyError("model", f"policy {name!r} needs a model (a folder or file its learner wrote); "
+                                   + ("none given" if model is None else f"{model} does not exist"))
 
 
 def build(name: str, model: Path | None, options: Mapping[str, Any]) -> CrawlPolicy:

@@ -31,7 +31,8 @@ T = TypeVar("T")
 class WebThread:
     """The in-vitro web served from a thread; ``stop()`` closes it and flushes its log."""
 
-    def __init__(self, params: WebParams, log_path: Path, **kwargs: object) -> None:
+    def __init__(self, params: WebParams | None, log_path: Path, **kwargs: object) -> None:
+        """``params`` None: the default web, or the social lab when ``social=SocialParams(...)`` is given."""
         self.log_path = log_path
         self._ready = threading.Event()
         self._loop = asyncio.new_event_loop()
@@ -42,7 +43,7 @@ class WebThread:
         if self._error is not None:
             raise self._error
 
-    def _run(self, params: WebParams, kwargs: dict) -> None:
+    def _run(self, params: WebParams | None, kwargs: dict) -> None:
         asyncio.set_event_loop(self._loop)
         self._error: BaseException | None = None
         try:

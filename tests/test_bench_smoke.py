@@ -40,7 +40,7 @@ def smoke(name: str, out: Path) -> dict[str, Any]:
     """Run ``bench.NAME --smoke``; return its JSON after checking that its plot was drawn."""
     run_benchmark(f"bench.{name}", "--smoke", "--out", str(out))
     assert (out / f"{name}.png").read_bytes()[:8] == PNG
-    result = orjson.loads((out / f"{name}.json").read_bytes())
+    result: dict[str, Any] = orjson.loads((out / f"{name}.json").read_bytes())
     assert result["machine"]["cpus"] >= 1 and len(result["load_average_at_end"]) == 3
     return result
 
@@ -130,3 +130,27 @@ def test_scrapy_side_by_side(tmp_path: Path) -> None:
         (run,) = result["runs"][name]
         assert run["pages"] > 0 and run["pages_per_cpu_second"] > 0 and run["stored"] > 0, name
     assert result["ratios"]["pages_per_cpu_second"] > 0
+
+
+def test_clustergraph_filter_times_the_filter_beside_the_dup_check(tmp_path: Path) -> None:
+    from bench.clustergraph_filter import stream
+
+    out = tmp_path / "filter.json"
+    run_benchmark("bench.clustergraph_filter", "--urls", "3000", "--window", "100", "--census-pages", "300",
+                  "--train-pages", "400", "--merge-with", "forum", "--json", str(out))
+    result = orjson.loads(out.read_bytes())
+    models = result["models"]
+    assert list(models) == ["main", "fine", "merged", "merged-fine"]
+    assert models["main"]["clusters"] < min(models["fine"]["clusters"], models["merged"]["clusters"])
+    for name in [*models, "dup_check"]:
+        assert list(result["us_per_url_up_to"][name]) == ["1000", "3000"]  # [0, 1000), [1000, 3000)
+        assert len(result["curve_us_per_url"][name]) == 3 and min(result["curve_us_per_url"][name]) > 0
+    assert result["filter_over_dup"] > 0 and set(result["flat"]) == {*models, "dup_check"}
+    outcomes = models["main"]["outcomes"]
+    assert sum(outcomes.values()) == pytest.approx(1.0, abs=1e-3) and outcomes["kept"] > 0
+    # the stream: distinct canonical URLs made from the site's links, each with its link's source page
+    links = {"http://bob.blog.test/12345.html": ("http://www.blog.test/", 3),
+             "http://www.blog.test/tag/cats": (None, 1)}
+    urls, sources = stream(links, "blog.test", 200, off_share=0.1)
+    assert len(set(urls)) == 200 and set(links) <= set(urls) and set(sources) <= {"http://www.blog.test/", None}
+    assert all(url.startswith("http://") and ".blog.test/" in url for url in urls)

@@ -55,7 +55,7 @@ def test_set_takes_toml_values_and_bare_strings() -> None:
         ('scope.link_rels=["next page"]', "scope.link_rels", "is not one rel value"),
         ("urls.sort_query=1", "urls.sort_query", "expected true or false"),
         ("noequals", "noequals", "expected section.key=value"),
-        ("policy.name=nosuch", "policy.name", "unknown policy 'nosuch'; known: breadth-first, shallow-first"),
+        ("policy.name=nosuch", "policy.name", "unknown policy 'nosuch'; known: breadth-first, clustergraph, shallow-first"),
         ("policy.max_depth=3", "policy.max_depth", "unknown key: policy 'breadth-first' has no keys of its own"),
     ],
 )
@@ -79,6 +79,15 @@ def test_a_bad_policy_option_names_the_key(overrides: list[str], key: str, probl
     with pytest.raises(configuration.ConfigError) as info:
         configuration.load(None, ["policy.name=shallow-first", *overrides])
     assert info.value.key == key
+    assert problem in info.value.problem
+
+
+@pytest.mark.parametrize(("model", "problem"), [(None, "none given"), ("/nonexistent/model", "does not exist")])
+def test_a_policy_that_needs_a_model_is_refused_without_one(model: str | None, problem: str) -> None:
+    overrides = ['policy.name="clustergraph"'] + ([f'policy.model="{model}"'] if model else [])
+    with pytest.raises(configuration.ConfigError) as info:
+        configuration.load(None, overrides)
+    assert info.value.key == "policy.model"
     assert problem in info.value.problem
 
 

@@ -22,7 +22,8 @@ def agent(pages: int, statuses: dict[int, int], errors: dict[str, int], latencie
     for value in latencies:
         latency.observe(value)
     return {"agent": 0, "idle": False, "stats": counters.as_dict(), "cpu_seconds": 2.5, "front": 4, "todo": 1,
-            "dns_cache": 9, "paused": False, "histograms": {"fetch_latency_seconds": latency.as_dict()}}
+            "dns_cache": 9, "paused": False, "histograms": {"fetch_latency_seconds": latency.as_dict()},
+            "policy": {"cluster_pages": {"*.s.test/$.html": pages, "(unmapped)": 1}, "links_dropped": {"cg_no_edge": 2}}}
 
 
 def samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -60,6 +61,17 @@ def test_exposition_parses_and_carries_every_figure() -> None:
     assert abs(found[("crawl_fetch_latency_seconds_sum", ())] - 90.62) < 1e-9
     # the agent's own bookkeeping is not exported
     assert not any(name.startswith(("crawl_agent", "crawl_idle", "crawl_started")) for name, _ in found)
+
+
+def test_policy_counters_are_labelled_by_cluster_or_by_key() -> None:
+    status = agent(10, {}, {}, [])
+    text = Exporter(lambda: status).render()
+    found = samples(text)
+    assert found[("crawl_policy_cluster_pages_total", (("cluster", "*.s.test/$.html"),))] == 10
+    assert found[("crawl_policy_cluster_pages_total", (("cluster", "(unmapped)"),))] == 1
+    assert found[("crawl_policy_links_dropped_total", (("key", "cg_no_edge"),))] == 2
+    assert b'crawl_policy_cluster_pages_total{cluster="*.s.test/$.html"} 10.0' in text
+    assert not any(name.startswith("crawl_policy") for name, _ in samples(Exporter(lambda: {"stats": {}}).render()))
 
 
 def test_gauges_missing_from_a_status_are_left_out() -> None:

@@ -145,6 +145,7 @@ def test_the_defaults_do_nothing() -> None:
     assert list(policy.on_fetched(page, 1.0)) == [] and list(policy.on_failed("http://a.test/", "connect", 1.0, True)) == []
     assert policy.state() == b""
     policy.restore(b"")
+    assert policy.counters() == {} and not policy.judges_new_links_only
 
 
 class Hears(CrawlPolicy):
@@ -177,8 +178,8 @@ def test_failures_reach_the_policy_with_final_when_retries_ran_out(tmp_path: Pat
     f = harness.frontier
     f.discover(["http://a.test/x"])
     f.flush()
-    for vs in f.distribute(0.0):
-        f.resolved(vs, "10.0.0.1")
+    for new_host in f.distribute(0.0):
+        f.resolved(new_host, "10.0.0.1")
     for attempt, now in enumerate((0.0, 10.0)):
         vs = f.acquire(now)
         assert vs is not None
@@ -209,17 +210,23 @@ class Learner(CrawlPolicy):
     def restore(self, state: bytes) -> None:
         self.seen = int(state)
 
+    def counters(self) -> dict[str, dict[str, int]]:
+        return {"pages": {"seen": self.seen}}
+
 
 def test_the_policy_state_is_in_the_checkpoint(tmp_path: Path) -> None:
     f = Frontier(tmp_path, FrontierSettings(fsync=False), policy=build("test-learner", None, {}))
     for n in range(3):
         f.fetched(FetchedPage(f"http://a.test/{n}", 200, {}, b"", fetched_at=0.0), float(n))
+    f.discover(["http://a.test/1", "http://a.test/1"])
+    assert f.statistics().policy == {"pages": {"seen": 3}}
     f.checkpoint(5.0, {})
     f.close()
     resumed = Learner(None, None)
     g = Frontier(tmp_path, FrontierSettings(fsync=False), policy=resumed)
     g.restore(7.0)
     assert resumed.seen == 3
+    assert (g.statistics().policy, g.statistics().dup_lookups, g.statistics().cache_hits) == ({"pages": {"seen": 3}}, 2, 1)
     g.close()
 
 

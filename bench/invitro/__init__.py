@@ -16,7 +16,10 @@ Modules, by role:
 - :mod:`~bench.invitro.requestlog`: the JSON-lines request log and ``read_log``;
 - :mod:`~bench.invitro.app`: ``start_invitro`` puts them together in-process;
 - ``python -m bench.invitro``: the same as a process with a ready file (see ``__main__``);
-- ``python -m bench.invitro.loadtest``: how many requests/s, and how much CPU each, it costs.
+- ``python -m bench.invitro.loadtest``: how many requests/s, and how much CPU each, it costs;
+- :mod:`~bench.invitro.social`: the social lab, synthetic social websites with a ground truth,
+  served instead of the synthetic web with ``start_invitro(social=SocialParams(...))`` or
+  ``python -m bench.invitro --social blog,forum``.
 
 All traffic stays on 127.0.0.0/8: the model's IPs are checked to lie there.
 """

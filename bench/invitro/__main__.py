@@ -8,6 +8,10 @@ SIGTERM/SIGINT stops, flushes the request log, prints a statistics line (also wr
 
     python -m bench.invitro --hosts 400 --ready-file /tmp/ready.json --log /tmp/requests.jsonl
     python -m bench.invitro --set frac_slow=0.05 --set robots_crawl_delay=2 --no-keepalive
+    python -m bench.invitro --social blog,forum --social-seed 3 --site-knob blog.reply_share=1.0
+
+With ``--social`` it serves the social lab (``bench/invitro/social/``) instead of the synthetic
+web; the ready file then also holds ``sites: {name: {domain, seeds}}``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import orjson
 from bench.invitro.app import InVitro, start_invitro
 from bench.invitro.model import WebParams
 from bench.invitro.server import ServerOptions
+from bench.invitro.social.web import SocialParams, SocialWeb, parse_knobs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--mean-links", type=float)
     model.add_argument("--seed", type=int)
     model.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a WebParams field")
+    social = parser.add_argument_group("the social lab instead of the synthetic web")
+    social.add_argument("--social", metavar="SITES", help="serve these lab sites, comma-separated (blog,forum,...)")
+    social.add_argument("--social-seed", type=int, default=1, help="the lab's seed")
+    social.add_argument("--site-knob", action="append", default=[], metavar="SITE.KEY=VALUE",
+                        help="a site's knob, e.g. blog.reply_share=1.0")
     serve = parser.add_argument_group("serving")
     serve.add_argument("--port", type=int, default=0, help="port on every model IP (0: a free one)")
     serve.add_argument("--proxy-port", type=int, default=0, help="forward proxy port on 127.0.0.1 (0: a free one)")
@@ -83,6 +93,21 @@ def make_params(args: argparse.Namespace, parser: argparse.ArgumentParser) -> We
         parser.error(str(e))
 
 
+def make_social(args: argparse.Namespace, parser: argparse.ArgumentParser) -> SocialParams | None:
+    """SocialParams from ``--social``, ``--social-seed`` and ``--site-knob``; None without ``--social``."""
+    if not args.social:
+        if args.site_knob:
+            parser.error("--site-knob needs --social")
+        return None
+    try:
+        social = SocialParams(tuple(s.strip() for s in args.social.split(",")), args.social_seed,
+                              parse_knobs(args.site_knob))
+        SocialWeb(social, 0)  # a site refuses an unknown knob here, not after binding
+    except ValueError as e:
+        parser.error(str(e))
+    return social
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     partial.write_bytes(data)
@@ -92,11 +117,13 @@ def write_atomically(path: Path, data: bytes) -> None:
 def describe(web: InVitro) -> list[str]:
     ips = web.ips
     span = ips[0] if len(ips) == 1 else f"{ips[0]} … {ips[-1]}"
-    lines = [f"invitro: http  {span} port {web.port}: {web.model.params.hosts} hosts on {len(ips)} IPs"]
+    info = web.ready_info()
+    what = f"sites {', '.join(info['sites'])}" if "sites" in info else f"{info['hosts']} hosts"
+    lines = [f"invitro: http  {span} port {web.port}: {what} on {len(ips)} IPs"]
     if web.proxy_address:
         lines.append(f"invitro: proxy {web.proxy_address} (GET http://host:port/path)")
     if web.dns_address:
-        lines.append(f"invitro: dns   {web.dns_address} (UDP and TCP, *.{web.model.params.domain})")
+        lines.append(f"invitro: dns   {web.dns_address} (UDP and TCP, *.{web.model.domain})")
     if web.seeds:
         lines.append(f"invitro: seed  {web.seeds[0]} (+{len(web.seeds) - 1} more)")
     if web.log_path:
@@ -104,7 +131,7 @@ def describe(web: InVitro) -> list[str]:
     return lines
 
 
-async def serve(args: argparse.Namespace, params: WebParams) -> int:
+async def serve(args: argparse.Namespace, params: WebParams | None, social: SocialParams | None = None) -> int:
     options = ServerOptions(
         keepalive=not args.no_keepalive,
         gzip=not args.no_gzip,
@@ -123,6 +150,7 @@ async def serve(args: argparse.Namespace, params: WebParams) -> int:
         dns_ttl=args.dns_ttl,
         options=options,
         seeds=args.seeds,
+        social=social,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -153,8 +181,9 @@ def run(main: Coroutine[Any, Any, int]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    social = make_social(args, parser)
     params = make_params(args, parser)
-    return run(serve(args, params))
+    return run(serve(args, None if social else params, social))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Role: the composition used in-process by tests (``await start_invitro(...)``) and by
 ``python -m bench.invitro`` (:mod:`bench.invitro.__main__`). Binding comes first, since the
 model needs the port to write its links: every model IP gets a listening socket on one shared
-port, then the model is built for that port.
+port, then the model is built for that port. The model is the synthetic web of ``WebParams``
+or, with ``social=SocialParams(...)``, the social lab (:mod:`bench.invitro.social.web`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.invitro.dns import DnsServer, DnsService, start_dns
-from bench.invitro.model import WebModel, WebParams, ip_addresses
+from bench.invitro.model import Web, WebModel, WebParams, ip_addresses
 from bench.invitro.requestlog import RequestLog
 from bench.invitro.server import HttpService, ServerOptions, bind_listeners, serve_sockets
+from bench.invitro.social.web import SocialParams, SocialWeb, social_ips
 
 PROXY_HOST = "127.0.0.1"
 
@@ -26,7 +28,8 @@ PROXY_HOST = "127.0.0.1"
 class InVitro:
     """A running in-vitro web. ``close()`` stops it and flushes the log."""
 
-    model: WebModel
+    model: Web
+    """a :class:`WebModel`, or a :class:`SocialWeb` when started with ``social=``"""
     service: HttpService
     port: int
     """the port every model IP listens on"""
@@ -55,19 +58,22 @@ class InVitro:
         return stats
 
     def ready_info(self) -> dict[str, Any]:
-        """What ``--ready-file`` holds: how a crawler finds this web."""
-        return {
+        """What ``--ready-file`` holds: how a crawler finds this web (a social lab adds ``sites``)."""
+        info: dict[str, Any] = {
             "port": self.port,
             "ips": self.ips,
             "proxy": self.proxy_address,
             "dns": self.dns_address,
             "seeds": self.seeds,
-            "hosts": self.model.params.hosts,
-            "domain": self.model.params.domain,
+            "domain": self.model.domain,
             "log": str(self.log_path) if self.log_path else None,
             "pid": os.getpid(),
-            "params": asdict(self.model.params),
         }
+        if isinstance(self.model, WebModel):
+            info |= {"hosts": self.model.params.hosts, "params": asdict(self.model.params)}
+        elif isinstance(self.model, SocialWeb):
+            info |= {"sites": self.model.sites_info(), "params": self.model.params.as_dict()}
+        return info
 
     async def close(self) -> None:
         """Stop listening, close connections, flush the log (calling it again does nothing more)."""
@@ -95,12 +101,25 @@ async def start_invitro(
     options: ServerOptions | None = None,
     seeds: int = 10,
     flush_interval: float = 0.5,
+    social: SocialParams | None = None,
 ) -> InVitro:
-    """Start serving the web of ``params`` on loopback (ports 0 = free ones) and return it."""
-    params = params or WebParams()
-    ips = ip_addresses(params)
-    port, sockets = bind_listeners(ips, port)
-    model = WebModel(params, port)
+    """Start serving the web of ``params`` on loopback (ports 0 = free ones) and return it.
+
+    With ``social``, serve the social lab's sites instead (``params`` must then be None);
+    ``seeds`` is then the number of seeds listed per site.
+    """
+    model: Web
+    if social is not None:
+        if params is not None:
+            raise ValueError("give params (the synthetic web) or social (the social lab), not both")
+        ips = social_ips(social)
+        port, sockets = bind_listeners(ips, port)
+        model = SocialWeb(social, port)
+    else:
+        params = params or WebParams()
+        ips = ip_addresses(params)
+        port, sockets = bind_listeners(ips, port)
+        model = WebModel(params, port)
     log = RequestLog(log_path, flush_interval)
     service = HttpService(model, options or ServerOptions(), log)
     proxy_address = None

@@ -33,7 +33,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import cast
 
-from bench.invitro.model import WebModel
+from bench.invitro.model import Web
 
 A, ANY, CLASS_IN = 1, 255, 1
 NOERROR, FORMERR, NXDOMAIN, NOTIMP, REFUSED = 0, 1, 3, 4, 5
@@ -61,10 +61,10 @@ class DnsQuery:
 class DnsService:
     """Builds answers from the model and counts them; the protocols below only move bytes."""
 
-    def __init__(self, model: WebModel, ttl: int = 300, log_size: int = 100_000) -> None:
+    def __init__(self, model: Web, ttl: int = 300, log_size: int = 100_000) -> None:
         self.model = model
         self.ttl = ttl
-        self.domain = model.params.domain.lower().rstrip(".")
+        self.domain = model.domain.lower().rstrip(".")
         self.queries = self.answers = self.nxdomain = 0
         self.moved: dict[str, str] = {}  # host -> the address answered instead of the model's
         self.log: deque[DnsQuery] = deque(maxlen=log_size)  # the latest queries, oldest first
@@ -203,7 +203,7 @@ class DnsServer:
         await self._tcp.wait_closed()
 
 
-async def start_dns(model: WebModel, host: str = "127.0.0.1", port: int = 0, ttl: int = 300) -> DnsServer:
+async def start_dns(model: Web, host: str = "127.0.0.1", port: int = 0, ttl: int = 300) -> DnsServer:
     """Serve DNS for the model on ``host:port`` (UDP and TCP; port 0 picks one free for both)."""
     loop = asyncio.get_running_loop()
     service = DnsService(model, ttl)

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from email.utils import formatdate
 from statistics import NormalDist
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 import xxhash
@@ -211,6 +211,32 @@ class Response:
         return ""
 
 
+class Web(Protocol):
+    """What the servers (``server.py``, ``dns.py``, ``app.py``) need of a web: :class:`WebModel`
+    and the social lab's ``SocialWeb`` (``bench/invitro/social/web.py``) both are one."""
+
+    port: int
+
+    @property
+    def domain(self) -> str:
+        """The domain every host name ends with (DNS answers NOERROR for the name itself)."""
+        ...
+
+    def respond(self, host: str, target: str) -> Response: ...
+
+    def ip_of(self, host: str) -> str:
+        """The IP of a host of this web; KeyError for other names."""
+        ...
+
+    def host_index(self, host: str) -> int | None:
+        """A number for a host of this web, None for other names."""
+        ...
+
+    def ips(self) -> list[str]: ...
+
+    def seeds(self, n: int) -> list[str]: ...
+
+
 def _lognormal(mean: float, sigma: float, unit: float) -> float:
     """The log-normal quantile at ``unit`` (in (0, 1)) with the given mean."""
     return math.exp(math.log(mean) - sigma * sigma / 2 + sigma * _NORMAL.inv_cdf(unit))
@@ -269,6 +295,10 @@ class WebModel:
         self.host_tables: dict[str, HostTable] = {}  # page.py's per-host cache, owned here
 
     # Hosts and IPs.
+
+    @property
+    def domain(self) -> str:
+        return self.params.domain
 
     def host_name(self, index: int) -> str:
         return f"h{index:0{self._width}d}{self._suffix}"

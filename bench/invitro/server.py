@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import cast
 from email.utils import formatdate
 
-from bench.invitro.model import Response, WebModel
+from bench.invitro.model import Response, Web
 from bench.invitro.requestlog import RequestLog
 
 try:  # ISA-L's deflate is about 3x zlib's at level 1 (shared/PERF-NOTES.md); zlib if absent
@@ -90,7 +90,7 @@ class _Request:
 class HttpService:
     """State shared by every connection: model, options, log, counters, bandwidth timeline."""
 
-    def __init__(self, model: WebModel, options: ServerOptions, log: RequestLog) -> None:
+    def __init__(self, model: Web, options: ServerOptions, log: RequestLog) -> None:
         self.model = model
         self.options = options
         self.log = log

@@ -1,0 +1,61 @@
+"""Rule V, ours and not the paper's: clusters that are parameter views of another cluster's pages.
+
+Social sites serve one page under many URLs that differ only in words in the query: a sort
+order (``?sort=stars``), a view (``?format=light``, ``?tab=quotes``), tracking and session
+tags (``?ref=home&utm_source=x``, ``?sid=…``), an action on the page (``?mode=reply``). The
+paper's rules see such a cluster only through its links, and often keep it (digest §5 #17:
+nothing removes a large action or view cluster that links like its base). Rule V reads the
+URLs themselves: strip from each of a cluster's URLs the query parameters whose value is not a
+number (a number selects other content: ``?page=2``, ``?skip=20``, ``?t=123``); if that
+changes at least ``min_share`` of them, what is left maps, for at least ``min_share`` of them,
+to one other cluster, and the distinct stripped URLs are at least ``min_spread`` times as many
+as the changed ones (each view names its own page, as
+an alias does; a login form whose ``?returnto=`` names every page strips to one URL and is a
+selector, not a view), the cluster is a view of that base and is deleted.
+
+It runs on E0 before edge deletion (``pruning.prune``), so that no target counts on a view for
+its coverage. Literal mode turns it off. Input: each cluster's members (the sampled and
+discovered URLs mapped to it) and the mapping; output: the deleted clusters with a note.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+
+PARAMETER_VARIANT = "parameter_variant"
+
+
+def without_word_parameters(normalised: str) -> str:
+    """``normalised`` without the query parameters whose value is not all digits (the query dropped if none is left)."""
+    path, mark, query = normalised.partition("?")
+    if not mark:
+        return normalised
+    kept = [pair for pair in query.split("&") if (value := pair.partition("=")[2]).isdigit() and value.isascii()]
+    return f"{path}?{'&'.join(kept)}" if kept else path
+
+
+def parameter_variants(
+    members: Mapping[str, Iterable[str]],
+    cluster_of: Callable[[str], str | None],
+    min_share: float = 0.9,
+    min_spread: float = 0.5,
+) -> dict[str, str]:
+    """The clusters of ``members`` that are parameter views of another cluster, each with a note."""
+    found: dict[str, str] = {}
+    for cluster in sorted(members):
+        if "?" not in cluster:
+            continue
+        urls = set(members[cluster])
+        changed = [plain for url in urls if (plain := without_word_parameters(url)) != url]
+        stripped = set(changed)
+        # nearly every URL must be a view: ``*.blog.test/?*=*`` mixes ``?ref=friends`` with ``?skip=20``
+        if not urls or len(changed) < min_share * len(urls) or len(stripped) < min_spread * len(changed):
+            continue
+        bases = Counter(cluster_of(url) for url in stripped)
+        base, count = min(bases.items(), key=lambda item: (-item[1], item[0] or ""))
+        if base is None or base == cluster or count < min_share * len(stripped):
+            continue
+        found[cluster] = (f"a view of {base}: {count} of {len(stripped)} URLs without their word parameters "
+                          f"map there ({len(urls)} URLs)")
+    return found
