@@ -24,6 +24,7 @@ against downloads for each method and site (``--plot``).
 
     python -m bench.clustergraph_eval                       # every site, budgets 2000 and 5000
     python -m bench.clustergraph_eval --sites blog --budgets 2000 --variants 0
+    python -m bench.clustergraph_eval --keep DIR --reuse     # score again what DIR holds, crawl nothing
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ from bench.invitro.social.census import Census, census
 from bench.invitro.social.score import score
 from bench.invitro.social.site import VALUABLE
 from bench.invitro.social.web import SocialParams, SocialWeb, split_url
-from frontier.clustergraph.model import ClusterFilter, Model
 from bench.runner import CRAWLER_SETTINGS, RESULTS_DIR, checked, machine, run_child, write_result
+from frontier.clustergraph.model import ClusterFilter, Model
 
 SITES = ("blog", "forum", "books", "microblog")
 METHODS = ("d", "dg", "gd")

@@ -29,8 +29,8 @@ from frontier.frontier import Frontier
 from frontier.page import FetchedPage, LinkContext
 from frontier.policies.clustergraph import ClusterGraph
 from frontier.policy import CrawlPolicy, PolicyError, build, check
-from tests.test_clustergraph_model import NAMES, at22_model
 from tests.invitro_harness import USER_AGENT, WebThread, page_requests
+from tests.test_clustergraph_model import NAMES, at22_model
 from tests.test_frontier import FrontierHarness
 
 # -- the frontier's dg order, with a fake policy ----------------------------------------------------

@@ -76,8 +76,7 @@ class SampleRecord:
 def write_sample(path: str | Path, records: Iterable[SampleRecord]) -> None:
     """Records as JSON lines, one per line, in the order given."""
     with open(path, "w", encoding="utf-8") as out:
-        for record in records:
-            out.write(record.to_json() + "\n")
+        out.writelines(record.to_json() + "\n" for record in records)
 
 
 def read_sample(path: str | Path) -> list[SampleRecord]:

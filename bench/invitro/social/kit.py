@@ -60,7 +60,7 @@ class Rand:
     def zipf(self, n: int, s: float, *key: object) -> int:
         """A rank in [0, n), small ranks far likelier (power law with exponent ``s`` > 1)."""
         u = self.unit(*key)
-        return min(n - 1, int(((1 - u) ** (-1 / (s - 1)) - 1)))
+        return min(n - 1, int((1 - u) ** (-1 / (s - 1)) - 1))
 
     def lognormal(self, mean: float, sigma: float, *key: object) -> float:
         """A log-normal draw with the given mean (for heavy-tailed degrees)."""
