@@ -172,7 +172,7 @@ def training_measures(folder: Path) -> dict[str, Any]:
 
 
 def filter_misses(records: Sequence[Any], web: SocialWeb, runtime: Any, seeds: Sequence[str],
-                  categories: dict[str, str]) -> dict[str, Any]:
+                  categories: dict[str, str] | None = None) -> dict[str, Any]:
     """The graph filter's false negatives on the links of a crawl's downloaded pages (digest §3.3's FN).
 
     Every valuable URL linked from a downloaded page (the lab's own links of that page,
@@ -184,6 +184,7 @@ def filter_misses(records: Sequence[Any], web: SocialWeb, runtime: Any, seeds: S
     """
     from frontier.urls import canonicalize
 
+    categories = {} if categories is None else categories  # URL → truth category: a truth costs a page
     seed_urls = {canonicalize(seed) for seed in seeds}
     accepted: dict[str, bool] = {}
     for record in records:
