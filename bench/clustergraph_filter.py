@@ -17,9 +17,9 @@ subjects alternating in each pass so that the shared machine's load hits them al
 * **Filter / duplicate check**: the paper has 0.01 ms vs 0.05 ms against a disk-based DRUM; ours
   is an in-memory hash set, so the filter is the slower one here (AT-32: compare counts, not times).
 
-The model is ``--model DIR`` or trained in process: Alg. 1's ``Sampler`` over the lab's
-``SocialWeb.answer`` (robots.txt obeyed, links canonicalised with ``frontier.urls.canonicalize``
-and in scope, no redirect followed, ξ from a 200-page breadth-first pilot), then ``train``. The
+The model is ``--model DIR`` or trained in process on the sample ``crawl learn`` would draw
+(its own loop, ``engine.learn.sample_site``, over the lab without sockets:
+:mod:`bench.lab_learning`), then ``train``. The
 stream: the links of the site's census pages, each with the page it was found on (its source),
 then URLs made from links drawn in proportion to their in-links, with new user names, ids,
 tags and slugs (every token all digits or in under ``FIXED_SHARE`` of the links, its shape
@@ -41,7 +41,7 @@ import re
 import statistics
 import string
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,9 +51,9 @@ from protego import Protego
 
 from bench.invitro.social.census import census
 from bench.invitro.social.web import SocialParams, SocialWeb, split_url
+from bench.lab_learning import Remembered, sample_in_process
 from bench.runner import RESULTS_DIR, machine, write_result
 from frontier.clustergraph.model import ClusterFilter, Model, Params
-from frontier.clustergraph.sampler import Sampler, xi_for
 from frontier.clustergraph.train import SampleRecord, train
 from frontier.clustergraph.urls import in_scope
 from frontier.frontier import FrontierSettings
@@ -95,25 +95,9 @@ class Lab:
         return answer.status, tuple(dict.fromkeys(u for u in links if u and u != url and in_scope(u, self.domain)))
 
     def sample(self, pages: int, pilot: int = 200, seed: int = 0) -> list[SampleRecord]:
-        """Alg. 1 for ``pages`` fetches, ξ = xi_for(K̄) with K̄ from a breadth-first pilot (as ``crawl learn``)."""
-        queue, seen, degrees = deque(self.seeds), set(self.seeds), list[int]()
-        while queue and len(degrees) < pilot:
-            got = self.fetch(queue.popleft())
-            if got is not None and got[0] == 200:
-                degrees.append(len(got[1]))
-                queue.extend(u for u in got[1] if u not in seen)
-                seen.update(got[1])
-        sampler = Sampler(self.seeds, xi_for(statistics.fmean(degrees)), seed=seed)
-        records: list[SampleRecord] = []
-        while len(records) < pages and (url := sampler.draw()) is not None:
-            got = self.fetch(url)
-            if got is None:
-                sampler.record(url, None)
-                continue
-            record = SampleRecord(len(records), url, url, got[0], got[1])
-            sampler.record(url, None if record.failed else record.outlinks)
-            records.append(record)
-        return records
+        """The sample ``crawl learn`` would draw within ``pages`` downloads (its own loop, in process)."""
+        site = Remembered(self.site)
+        return sample_in_process(site, self.seeds, Params(pilot_pages=pilot, seed=seed), pages, "crawl").records
 
     def links(self, pages: int) -> dict[str, tuple[str | None, int]]:
         """Each distinct link of the site's census pages → (the first page it was found on, None for a seed

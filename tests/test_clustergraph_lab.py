@@ -21,7 +21,6 @@ Reads the lab and the crawler's outputs; writes only pytest's temporary folders.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import statistics
@@ -39,15 +38,15 @@ from bench.clustergraph_eval import SCORING_PORT, filter_misses
 from bench.invitro import LogRecord
 from bench.invitro.social.census import Census, census
 from bench.invitro.social.score import score
-from bench.invitro.social.site import VALUABLE, Answer, Site
-from bench.invitro.social.web import SocialParams, SocialWeb, split_url
-from engine.learn import Sampling, sample_site
-from engine.learn_fetch import Page
+from bench.invitro.social.site import VALUABLE
+from bench.invitro.social.web import SocialParams, SocialWeb
+from bench.lab_learning import Remembered, sample_in_process
+from engine.learn import Sampling
 from engine.robots import RobotsRules
 from frontier.clustergraph.model import KEPT, ClusterFilter, Model, Params
 from frontier.clustergraph.patterns import Mapper, pattern_of
 from frontier.clustergraph.train import SampleRecord, read_sample, train
-from frontier.clustergraph.urls import in_scope, normalise
+from frontier.clustergraph.urls import normalise
 from frontier.clustergraph.variants import PARAMETER_VARIANT
 from frontier.urls import canonicalize
 from tests.invitro_harness import USER_AGENT, WebThread, page_requests, run_crawl, url_of
@@ -70,73 +69,6 @@ REPLIES_SAMPLE = 2000
 # -- the lab in process --------------------------------------------------------------------------
 
 
-class Remembered(Site):
-    """A lab site whose answers are computed once and kept without their HTML (nothing here reads it)."""
-
-    def __init__(self, site: Site) -> None:
-        super().__init__(site.seed, site.port)  # the knobs are the wrapped site's business
-        self.site, self.name, self.domain = site, site.name, site.domain
-        self.answers: dict[tuple[str, str], Answer] = {}
-        self.pages: dict[str, Page] = {}
-
-    def owns(self, host: str) -> bool:
-        return self.site.owns(host)
-
-    def seeds(self) -> list[str]:
-        return self.site.seeds()
-
-    def robots(self, host: str) -> str:
-        return self.site.robots(host)
-
-    def answer(self, host: str, target: str) -> Answer:
-        key = (host, target)
-        found = self.answers.get(key)
-        if found is None:
-            answer = self.site.answer(host, target)
-            # interned: the same header, footer and sidebar links recur on thousands of pages
-            found = self.answers[key] = dataclasses.replace(answer, html="", links=tuple(map(sys.intern, answer.links)))
-        return found
-
-    def page(self, url: str) -> Page:
-        """The canonical ``url`` as ``engine/learn_fetch.py`` gives it (robots.txt aside)."""
-        found = self.pages.get(url)
-        if found is None:
-            answer = self.answer(*split_url(url))
-            if 300 <= answer.status < 400:
-                target = canonicalize(answer.location) or url
-                found = Page(url, target, answer.status, self.outlinks(url, [target]))
-            else:
-                found = Page(url, url, answer.status, self.outlinks(url, answer.links) if answer.status == 200 else ())
-            self.pages[url] = found
-        return found
-
-    def outlinks(self, url: str, links: Iterable[str]) -> tuple[str, ...]:
-        canonical = (canonicalize(link) for link in links)
-        return tuple(dict.fromkeys(c for c in canonical if c and c != url and in_scope(c, self.domain)))
-
-
-class LabClient:
-    """What ``sample_site`` asks of ``engine.learn_fetch.SiteClient``, answered from a :class:`Remembered` site."""
-
-    def __init__(self, site: Remembered) -> None:
-        self.site = site
-        self.downloads = self.robots_fetches = 0
-        self.errors: Counter[str] = Counter()
-        self.rules: dict[str, RobotsRules] = {}
-
-    async def fetch(self, url: str) -> Page | None:
-        """The page, or None when the host's robots.txt disallows it (nothing downloaded then)."""
-        host, target = split_url(url)
-        rules = self.rules.get(host)
-        if rules is None:
-            self.robots_fetches += 1
-            rules = self.rules[host] = RobotsRules.parse(self.site.robots(host).encode(), USER_AGENT)
-        if not rules.allowed(target):
-            return None
-        self.downloads += 1
-        return self.site.page(url)
-
-
 class Lab:
     """One lab site in process on port :data:`SCORING_PORT`: its census and samples, each made once."""
 
@@ -157,9 +89,7 @@ class Lab:
         """The learner's sample of ``downloads`` downloads with sampler seed ``seed``."""
         key = (downloads, seed)
         if key not in self._samples:
-            client = LabClient(self.site)
-            run = sample_site(client, self.seeds, Params(seed=seed), downloads, lambda record: None)  # type: ignore[arg-type]
-            self._samples[key] = asyncio.run(run)
+            self._samples[key] = sample_in_process(self.site, self.seeds, Params(seed=seed), downloads, USER_AGENT)
         return self._samples[key]
 
     def train(self, params: Params = Params(), downloads: int = SAMPLE, seeds: list[str] | None = None) -> Model:
