@@ -30,123 +30,26 @@ against downloads for each method and site (``--plot``).
 from __future__ import annotations
 
 import argparse
-import signal
-import sys
-import tempfile
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from bench.invitro import read_log
-from bench.invitro.process import spawn
 from bench.invitro.social.census import Census, census
 from bench.invitro.social.score import score
 from bench.invitro.social.site import VALUABLE
-from bench.invitro.social.web import SocialParams, SocialWeb, split_url
-from bench.runner import CRAWLER_SETTINGS, RESULTS_DIR, checked, machine, run_child, write_result
+from bench.invitro.social.web import SocialWeb, split_url
+from bench.lab_runs import SCORING_PORT, Variant, crawl, each_variant, lab_arguments, learn
+from bench.runner import machine, write_result
 from frontier.clustergraph.model import ClusterFilter, Model
 
-SITES = ("blog", "forum", "books", "microblog")
 METHODS = ("d", "dg", "gd")
-SCHEDULER = ("engine.processes=1", "politeness.host_delay=0", "politeness.ip_delay=0")
-"""one agent and no delay: the three methods see the same FIFO order (digest §2.12)"""
-SCORING_PORT = 80
-"""the port of the scorer's copy of the lab: truth depends on host and target only, and the model ignores ports"""
 
 
-@dataclass(frozen=True, slots=True)
-class Variant:
-    """One site as the crawler meets it: the lab's seed and dialect (0: the site as developed)."""
-
-    site: str
-    seed: int
-    dialect: int
-
-    @property
-    def label(self) -> str:
-        return self.site if (self.seed, self.dialect) == (1, 0) else f"{self.site}/seed{self.seed}-dialect{self.dialect}"
-
-    def params(self) -> SocialParams:
-        knobs = {self.site: {"dialect": float(self.dialect)}} if self.dialect else {}
-        return SocialParams((self.site,), self.seed, knobs)
-
-    def web_args(self) -> list[str]:
-        args = ["--social", self.site, "--social-seed", str(self.seed)]
-        return args + (["--site-knob", f"{self.site}.dialect={self.dialect}"] if self.dialect else [])
-
-
-@dataclass(slots=True)
-class Served:
-    """A running lab server for one variant: where it is, its seeds, and its log."""
-
-    info: dict[str, Any]
-    log: Path
-    seeds: Path
-
-
-@contextmanager
-def serving(variant: Variant, folder: Path) -> Iterator[Served]:
-    """The variant's site served alone until the block ends; the log is complete afterwards."""
-    log = folder / "requests.jsonl"
-    process, info = spawn(folder, [*variant.web_args(), "--no-proxy", "--log", str(log)])
-    seeds = folder / "seeds.txt"
-    seeds.write_text("\n".join(info["sites"][variant.site]["seeds"]) + "\n")
-    try:
-        yield Served(info, log, seeds)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
-
-
-def page_records(log: Path, budget: int | None = None) -> list[Any]:
-    """The log's page requests (robots.txt excluded) in the order they started, the first ``budget``."""
-    records = sorted((r for r in read_log(log) if r.target != "/robots.txt"), key=lambda r: r.start)
-    return records[:budget] if budget else records
-
-
-def learn(variant: Variant, folder: Path, pages: int, settings: Sequence[str], reuse: bool) -> dict[str, Any]:
-    """Train a model on the variant; returns the model's figures and the training downloads.
-
-    With ``reuse``, a model and log already in ``folder`` (a kept earlier run) are read back instead."""
-    model = folder / "model"
-    log = folder / "web" / "requests.jsonl"
-    if reuse and (model / "model.json").exists() and log.exists():
-        return {"model": model, "downloads": len(page_records(log)), "cpu_seconds": None, "wall_seconds": None}
-    with serving(variant, folder / "web") as web:
-        cmd = [sys.executable, "-m", "engine.cli", "learn", "clustergraph", "--seeds", str(web.seeds),
-               "--dns", web.info["dns"], "--max-pages", str(pages), "--out", str(model), *settings]
-        for setting in (*CRAWLER_SETTINGS[:1], *SCHEDULER[1:]):
-            cmd += ["--set", setting]
-        stderr = folder / "learn.stderr"
-        cost = checked(run_child(cmd, timeout=1800, stderr=stderr), "crawl learn", stderr)
-    return {"model": model, "downloads": len(page_records(web.log)), "cpu_seconds": cost.cpu_seconds,
-            "wall_seconds": cost.wall_seconds}
-
-
-def crawl(variant: Variant, folder: Path, budget: int, method: str, model: Path,
-          settings: Sequence[str], reuse: bool) -> tuple[list[Any], dict[str, Any]]:
-    """One crawl of ``budget`` pages by ``method``; returns its page records and its stats.json.
-
-    With ``reuse``, a finished crawl already in ``folder`` is read back instead of run again."""
-    out = folder / "out"
-    log = folder / "web" / "requests.jsonl"
-    if reuse and (out / "stats.json").exists() and log.exists():
-        return page_records(log, budget), orjson.loads((out / "stats.json").read_bytes())
-    policy = [] if method == "d" else ["--policy", "clustergraph", "--model", str(model),
-                                       "--set", f'policy.order="{method}"']
-    with serving(variant, folder / "web") as web:
-        cmd = [sys.executable, "-m", "engine.cli", "run", "--seeds", str(web.seeds), "--out", str(out),
-               "--dns", web.info["dns"], "--max-pages", str(budget), *policy]
-        for setting in (*CRAWLER_SETTINGS, *SCHEDULER, *settings):
-            cmd += ["--set", setting]
-        stderr = folder / "crawl.stderr"
-        checked(run_child(cmd, timeout=900, stderr=stderr), f"crawl run ({method})", stderr)
-    return page_records(web.log, budget), orjson.loads((out / "stats.json").read_bytes())
+def policy_args(method: str, model: Path) -> list[str]:
+    """``crawl run``'s policy arguments for one method: none for d (breadth-first)."""
+    return [] if method == "d" else ["--policy", "clustergraph", "--model", str(model),
+                                     "--set", f'policy.order="{method}"']
 
 
 def operation_counts(stats: dict[str, Any]) -> dict[str, int]:
@@ -257,7 +160,7 @@ def model_judgement(folder: Path, web: SocialWeb, lab: Census) -> dict[str, Any]
 def evaluate(variant: Variant, folder: Path, budgets: Sequence[int], train_pages: int,
              learn_settings: Sequence[str], crawl_settings: Sequence[str], reuse: bool = False) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
-    trained = learn(variant, folder / "learn", train_pages, learn_settings, reuse)
+    trained = learn(variant, folder / "learn", "clustergraph", train_pages, learn_settings, reuse)
     result: dict[str, Any] = {"site": variant.site, "seed": variant.seed, "dialect": variant.dialect,
                               "label": variant.label, "training_downloads": trained["downloads"],
                               "training_cpu_seconds": trained["cpu_seconds"],
@@ -268,8 +171,8 @@ def evaluate(variant: Variant, folder: Path, budgets: Sequence[int], train_pages
     for budget in budgets:
         runs: dict[str, Any] = {}
         for method in METHODS:
-            records, stats = crawl(variant, folder / f"{method}-{budget}", budget, method, trained["model"],
-                                   crawl_settings, reuse)
+            records, stats = crawl(variant, folder / f"{method}-{budget}", budget,
+                                   policy_args(method, trained["model"]), crawl_settings, reuse)
             runs[method] = {"records": records, "stats": stats}
         scored = {}
         runtime = ClusterFilter.from_model(Model.load(trained["model"]))
@@ -301,36 +204,16 @@ def print_table(result: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sites", default=",".join(SITES), help="comma-separated lab sites")
+    lab_arguments(parser, "clustergraph_eval")
     parser.add_argument("--budgets", default="2000,5000", help="comma-separated page budgets")
     parser.add_argument("--train-pages", type=int, default=2000, help="downloads of the training sample")
-    parser.add_argument("--variants", type=int, default=1,
-                        help="held-out variants per site (seed 100+k, dialect k); 0 = the sites as developed only")
     parser.add_argument("--learn-set", action="append", default=[], help="--set for crawl learn (a Params field)")
-    parser.add_argument("--set", action="append", default=[], help="crawl.toml override for the crawls")
-    parser.add_argument("--keep", type=Path, help="keep the crawls' folders here (default: a temporary folder)")
-    parser.add_argument("--reuse", action="store_true",
-                        help="with --keep: read back models and crawls already there instead of running them again")
-    parser.add_argument("--held-out-only", action="store_true", help="only the held-out variants")
-    parser.add_argument("--json", type=Path, default=RESULTS_DIR / "clustergraph_eval.json")
-    parser.add_argument("--plot", type=Path, default=RESULTS_DIR / "clustergraph_eval.png")
     args = parser.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
-    variants = [Variant(site, 1, 0) for site in args.sites.split(",")]
-    variants += [Variant(v.site, 100 + k, k) for k in range(1, args.variants + 1) for v in list(variants)]
-    if args.held_out_only:
-        variants = [v for v in variants if v.dialect]
     learn_settings = [x for s in args.learn_set for x in ("--set", s)]
     at_start = machine()
-    results = []
-    with tempfile.TemporaryDirectory(prefix="clustergraph-eval-") as tmp:
-        root = args.keep or Path(tmp)
-        for variant in variants:
-            result = evaluate(variant, root / variant.label.replace("/", "-"), budgets, args.train_pages,
-                              learn_settings, args.set, args.reuse)
-            print_table(result)
-            sys.stdout.flush()
-            results.append(result)
+    results = each_variant(args, lambda variant, folder: evaluate(variant, folder, budgets, args.train_pages,
+                                                                  learn_settings, args.set, args.reuse), print_table)
     output = {"budgets": budgets, "train_pages": args.train_pages, "sites": results, "machine": at_start}
     write_result(args.json, output)
     from bench.plots import clustergraph_eval

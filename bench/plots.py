@@ -165,3 +165,29 @@ def clustergraph_eval(result: Result, path: Path) -> None:
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     _save(fig, path)
+
+
+def source_eval(result: Result, path: Path) -> None:
+    """Harvest rate (VR or HR) against downloads: a row per site, a panel per task, a line per method."""
+    rows = [[("UCC", site["ucc"])] * ("ucc" in site) + [(f"{role}: {task['type']}", task)
+                                                         for role, task in site.get("target", {}).items()]
+            for site in result["sites"]]
+    columns = max((len(row) for row in rows), default=1) or 1
+    fig, axes = plt.subplots(len(rows) or 1, columns, figsize=(4.2 * columns, 3.2 * max(1, len(rows))),
+                             squeeze=False)
+    styles = {"bfs": ("tab:gray", "-"), "source": ("tab:green", "-"), "clustergraph": ("tab:orange", ":")}
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for panels, site, line_axes in zip(rows, result["sites"], axes, strict=False):
+        for ax, (name, task) in zip(line_axes, panels, strict=False):
+            ax.set_visible(True)
+            for method, s in task["methods"].items():
+                color, line = styles.get(method, ("black", "-"))
+                ax.plot([n for n, _ in s["curve"]], [h / n for n, h in s["curve"]], color=color, linestyle=line,
+                        label=f"{method}: {s['ratio']:.2f}")
+            ax.set_ylim(0, 1.02)
+            ax.set_title(f"{site['label']}, {name}, budget {task['budget']}", fontsize=9)
+            ax.set_xlabel("downloads")
+            ax.set_ylabel(f"harvest rate ({task['ratio_name']})")
+            ax.legend(fontsize=8, title=task["ratio_name"], title_fontsize=8)
+    _save(fig, path)

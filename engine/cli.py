@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "starts a new one if the folder holds none")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a crawl.toml key")
     learn = commands.add_parser("learn", help="train a crawl policy's model by a sampling crawl of one site")
-    learn.add_argument("method", choices=["clustergraph"], help="what to learn (engine/learn.py)")
+    learn.add_argument("method", choices=["clustergraph", "source"],
+                       help="what to learn: clustergraph (engine/learn.py) or source (engine/learn_source.py)")
     learn.add_argument("-c", "--config", type=Path, help="a crawl.toml file (network, dns, politeness, robots, scope)")
     learn.add_argument("--seeds", type=Path, required=True, help="file of seed URLs of one site, one per line")
     learn.add_argument("--out", type=Path, required=True, metavar="MODEL_DIR", help="folder of the model and its sample")
@@ -124,14 +125,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def learn(args: argparse.Namespace) -> int:
-    from engine.learn import learn as learn_model  # here: crawl run never loads the learner
+    from engine.learn import CLUSTERGRAPH  # here: crawl run never loads the learners
+    from engine.learn import learn as learn_model
 
     try:
         lines = read_seeds(args.seeds)
     except ConfigError as e:
         sys.stderr.write(f"crawl: config error: {e}\n")
         return 2
-    return learn_model(args, lines)
+    if args.method == "source":
+        from engine.learn_source import SOURCE
+
+        return learn_model(args, lines, SOURCE)
+    return learn_model(args, lines, CLUSTERGRAPH)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,5 @@
-"""``crawl learn clustergraph``: the sampling crawl that trains a cluster-graph model (issue 13).
+"""``crawl learn METHOD`` (the command, shared by every learner) and ``crawl learn clustergraph``, the
+sampling crawl that trains a cluster-graph model (issue 13).
 
 The spec is the paper digest (``shared/papers/clustergraph.md``, §2.2 and §2.13); the learning
 itself is pure code in ``frontier/clustergraph/``. A learn run:
@@ -36,9 +37,9 @@ import shutil
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -49,8 +50,13 @@ from frontier.clustergraph.model import Model, Params
 from frontier.clustergraph.sampler import Sampler, xi_for
 from frontier.clustergraph.train import SampleRecord, read_sample, train
 from frontier.clustergraph.urls import in_scope
+from frontier.learned_params import LearnedParams
 from frontier.scope import Scope
 from frontier.urls import canonicalize, host_of, split
+
+P = TypeVar("P", bound=LearnedParams)
+Sampled = tuple[list[Any], dict[str, Any]]
+"""what a sampling crawl gives: its records and the figures of ``sampling.json``"""
 
 
 class LearnError(Exception):
@@ -60,8 +66,9 @@ class LearnError(Exception):
 # -- the command line --------------------------------------------------------------------------
 
 
-def model_params(assignments: Sequence[str]) -> Params:
-    """``Params`` with the ``KEY=VALUE`` changes, converted and range-checked by ``Params`` itself."""
+def model_params(assignments: Sequence[str], kind: type[P] = Params) -> P:  # type: ignore[assignment]
+    """A learner's parameters (``kind``, clustergraph's by default) with the ``KEY=VALUE`` changes,
+    converted and range-checked by the parameters class itself."""
     settings: dict[str, str] = {}
     for assignment in assignments:
         key, sep, text = assignment.partition("=")
@@ -69,8 +76,8 @@ def model_params(assignments: Sequence[str]) -> Params:
             raise ConfigError(key.strip() or assignment, "expected KEY=VALUE, e.g. tau=0.5")
         settings[key.strip()] = text.strip()
     try:
-        return Params.parse(settings)
-    except ValueError as e:  # "key: problem", from Params
+        return kind.parse(settings)
+    except ValueError as e:  # "key: problem", from the parameters class
         key, _, problem = str(e).partition(": ")
         raise ConfigError(key, problem) from None
 
@@ -235,38 +242,71 @@ def summary(model: Model, sampling: dict[str, Any] | None, seconds: float, out: 
     return "\n".join(f"learn: {line}" for line in lines)
 
 
-async def _crawl(inputs: _Inputs, max_pages: int, sample_path: Path) -> Sampling:
-    """The sampling crawl, its records written to ``sample_path`` as they come (an interrupted
-    run leaves a sample ``--from-sample`` can train from)."""
+async def sampling_crawl(inputs: _Inputs, max_pages: int, sample_path: Path,
+                         sample: Callable[[SiteClient, Callable[[Any], None]], Coroutine[Any, Any, Sampled]],
+                         *, documents: bool = False, every: int = 1000) -> Sampled:
+    """A learner's sampling crawl through a fresh :class:`SiteClient` (``documents``: with each
+    page's parsed tree): ``sample(client, keep)`` hands each record (``seq``, ``to_json()``) to
+    ``keep``, which writes it to ``sample_path`` as it comes (an interrupted run leaves a
+    sample ``--from-sample`` can train from) and says so every ``every`` records."""
     say = inputs.config.engine.progress != "off"
-    client = SiteClient(inputs.config, scope_test(inputs.config, inputs.seeds, inputs.site))
+    client = SiteClient(inputs.config, scope_test(inputs.config, inputs.seeds, inputs.site), documents=documents)
     try:
-        with sample_path.open("w", encoding="utf-8") as sample:
+        with sample_path.open("w", encoding="utf-8") as out:
 
-            def keep(record: SampleRecord) -> None:
-                sample.write(record.to_json() + "\n")
-                if say and (record.seq + 1) % 1000 == 0:
+            def keep(record: Any) -> None:
+                out.write(record.to_json() + "\n")
+                if say and (record.seq + 1) % every == 0:
                     print(f"learn: {record.seq + 1} pages sampled, {client.downloads} of {max_pages} downloaded",
                           file=sys.stderr)
 
-            return await sample_site(client, inputs.seeds, inputs.params, max_pages, keep)
+            return await sample(client, keep)
     finally:
         await client.close()
 
 
+async def _crawl(inputs: _Inputs, max_pages: int, sample_path: Path) -> Sampled:
+    async def sample(client: SiteClient, keep: Callable[[Any], None]) -> Sampled:
+        sampling = await sample_site(client, inputs.seeds, inputs.params, max_pages, keep)
+        return sampling.records, sampling.figures()
+
+    return await sampling_crawl(inputs, max_pages, sample_path, sample)
+
+
+def _train(records: list[Any], inputs: _Inputs, figures: dict[str, Any] | None, seconds: float, out: Path) -> str:
+    model = train(records, inputs.params, inputs.seeds)
+    model.save(out)
+    return summary(model, figures, seconds, out)
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """One learner of ``crawl learn METHOD``: its parameters, how it reads a saved sample, how it
+    samples a site (records written to the sample file as they come; the records and the
+    figures of ``sampling.json``), and how it trains, saves and sums up a model."""
+
+    params: type[Any]
+    read_sample: Callable[[Path], list[Any]]
+    sample: Callable[[_Inputs, int, Path], Coroutine[Any, Any, Sampled]]
+    train: Callable[[list[Any], _Inputs, dict[str, Any] | None, float, Path], str]
+
+
+CLUSTERGRAPH = Method(Params, read_sample, _crawl, _train)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Inputs:
-    params: Params
+    params: Any  # the method's parameters
     config: Config
     seeds: list[str]  # canonical
     site: str
-    sample: list[SampleRecord] | None  # --from-sample's records
+    sample: list[Any] | None  # --from-sample's records
 
 
-def _inputs(args: argparse.Namespace, seed_lines: Sequence[str]) -> _Inputs:
+def _inputs(args: argparse.Namespace, seed_lines: Sequence[str], learner: Method) -> _Inputs:
     """Everything a learn run starts from, checked; ConfigError naming the key otherwise."""
     param_sets, crawl_sets = split_settings(args.set)
-    params = model_params(param_sets)
+    params = model_params(param_sets, learner.params)
     config = crawl_config(args, crawl_sets)
     seeds = canonical_seeds(seed_lines, config.urls.sort_query)
     site = site_of(seeds)
@@ -275,19 +315,19 @@ def _inputs(args: argparse.Namespace, seed_lines: Sequence[str]) -> _Inputs:
             raise ConfigError("--max-pages", "a positive number of pages is required (or --from-sample FILE)")
         return _Inputs(params, config, seeds, site, None)
     try:
-        return _Inputs(params, config, seeds, site, read_sample(args.from_sample))
+        return _Inputs(params, config, seeds, site, learner.read_sample(args.from_sample))
     except OSError as e:
         raise ConfigError("--from-sample", f"cannot read {args.from_sample}: {e.strerror}") from None
     except (ValueError, KeyError, TypeError) as e:  # not JSON lines of sample records
         raise ConfigError("--from-sample", f"{args.from_sample} is not a sample: {e!r}") from None
 
 
-def learn(args: argparse.Namespace, seed_lines: Sequence[str]) -> int:
-    """``crawl learn clustergraph`` with the lines of the seeds file: 0 on success, 2 on a config
-    error (one line naming the key), 1 when no seed page could be fetched, 130 when interrupted."""
+def learn(args: argparse.Namespace, seed_lines: Sequence[str], learner: Method = CLUSTERGRAPH) -> int:
+    """``crawl learn METHOD`` with the lines of the seeds file and the method's learner: 0 on success,
+    2 on a config error (one line naming the key), 1 when nothing could be learnt, 130 when interrupted."""
     started = time.monotonic()
     try:
-        inputs = _inputs(args, seed_lines)
+        inputs = _inputs(args, seed_lines, learner)
     except ConfigError as e:
         sys.stderr.write(f"crawl: config error: {e}\n")
         return 2
@@ -301,17 +341,18 @@ def learn(args: argparse.Namespace, seed_lines: Sequence[str]) -> int:
             shutil.copyfile(args.from_sample, sample_path)
     else:
         try:
-            sampling = asyncio.run(_crawl(inputs, args.max_pages, sample_path))
+            records, figures = asyncio.run(learner.sample(inputs, args.max_pages, sample_path))
         except LearnError as e:
             sys.stderr.write(f"crawl: error: {e}\n")
             return 1
         except KeyboardInterrupt:
             sys.stderr.write(f"crawl: learn interrupted; the sample so far is {sample_path} (--from-sample trains from it)\n")
             return 130
-        records = sampling.records
-        figures = sampling.figures() | {"site": inputs.site, "seeds": inputs.seeds}
+        figures = figures | {"site": inputs.site, "seeds": inputs.seeds}
         (out / "sampling.json").write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
-    model = train(records, inputs.params, inputs.seeds)
-    model.save(out)
-    print(summary(model, figures, time.monotonic() - started, out), file=sys.stderr)
+    try:
+        print(learner.train(records, inputs, figures, time.monotonic() - started, out), file=sys.stderr)
+    except LearnError as e:
+        sys.stderr.write(f"crawl: error: {e}\n")
+        return 1
     return 0

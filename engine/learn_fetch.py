@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from engine.addresses import AddressPolicy
 from engine.clients import make_fetcher
@@ -43,6 +44,9 @@ from engine.resolving import Resolver
 from engine.robots import RobotsRules
 from frontier.urls import host_of, split
 
+if TYPE_CHECKING:
+    from lxml.etree import _Element
+
 NO_RESPONSE = 0
 """the status of a page no response came for (DNS failure, refused address, network error)"""
 
@@ -50,12 +54,14 @@ NO_RESPONSE = 0
 @dataclass(frozen=True, slots=True)
 class Page:
     """What one fetch of ``url`` gave: ``final_url`` is the resolved Location of a 3xx (else
-    ``url``); ``outlinks`` are the in-scope links, canonical, each once, ``url`` itself left out."""
+    ``url``); ``outlinks`` are the in-scope links, canonical, each once, ``url`` itself left out;
+    ``document`` the parsed lxml root of a 200 HTML page when the client keeps documents."""
 
     url: str
     final_url: str
     status: int
     outlinks: tuple[str, ...]
+    document: _Element | None = None
 
 
 @dataclass(slots=True)
@@ -80,9 +86,10 @@ class SiteClient:
     """Fetches pages politely (see the module docstring); ``close()`` releases its connections."""
 
     def __init__(self, config: Config, in_scope: Callable[[str], bool], *, fetcher: Fetcher | None = None,
-                 resolver: Resolver | None = None) -> None:
+                 resolver: Resolver | None = None, documents: bool = False) -> None:
         self.config = config
         self.in_scope = in_scope
+        self.documents = documents  # keep each 200 HTML page's parsed tree in its Page (SOUrCe's learner)
         self.fetcher = fetcher or make_fetcher(ClientSettings.from_config(config.network, config.engine.user_agent),
                                                config.network.client)
         d = config.dns
@@ -195,8 +202,9 @@ class SiteClient:
         content_type = result.headers.get("content-type", "")
         if status != 200 or content_type.split(";", 1)[0].strip().lower() not in HTML_TYPES:
             return Page(url, url, status, ())  # as the pipeline: only a 200 HTML page is parsed
-        parsed = extract_links(self._payload(result), url, content_type=content_type, rules=self.link_rules)
-        return Page(url, url, status, self._outlinks(url, parsed.links))
+        parsed = extract_links(self._payload(result), url, content_type=content_type, rules=self.link_rules,
+                               want_document=self.documents)
+        return Page(url, url, status, self._outlinks(url, parsed.links), parsed.document)
 
     def _outlinks(self, url: str, links: Iterable[str]) -> tuple[str, ...]:
         """In scope, not ``url`` itself (digest §2.1), first occurrence kept."""

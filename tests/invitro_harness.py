@@ -20,7 +20,15 @@ from typing import TypeVar
 import orjson
 from protego import Protego
 
-from bench.invitro import InVitro, LogRecord, Response, WebModel, WebParams, read_log, start_invitro
+from bench.invitro import (
+    InVitro,
+    LogRecord,
+    Response,
+    WebModel,
+    WebParams,
+    read_log,
+    start_invitro,
+)
 from bench.invitro.page import STYLESHEET
 from frontier.urls import canonicalize, split
 
@@ -207,3 +215,53 @@ def when_requests(web: WebThread, n: int) -> threading.Event:
     """An event set (from the server's thread) once the web has answered ``n`` requests."""
     log = web.web.service.log
     return when_logged(web, lambda _: log.records >= n)
+
+
+# -- the social lab: a learn run and a crawl against a fresh lab server ------------------------
+
+NO_DELAYS = ("politeness.host_delay=0", "politeness.ip_delay=0")
+
+
+@dataclass
+class LabCrawl:
+    """One crawl of a lab site: its page requests (log order), stats.json and the server's port."""
+
+    records: list[LogRecord]
+    stats: dict
+    port: int
+
+
+def crawl_lab(tmp: Path, site: str, name: str, budget: int, args: list[str]) -> LabCrawl:
+    """One ``crawl run`` of ``budget`` pages, one agent, no delays, against a fresh server of ``site``."""
+    from bench.invitro.social.web import SocialParams
+
+    web = WebThread(None, tmp / f"{name}.jsonl", social=SocialParams((site,)))
+    try:
+        done = run_crawl(tmp / name, [web.web.seeds[0]], dns=str(web.web.dns_address),
+                         settings=[*NO_DELAYS, "engine.processes=1"], args=["--max-pages", str(budget), *args])
+    finally:
+        log = web.stop()
+    return LabCrawl(list(page_requests(log)), done.stats, web.model.port)
+
+
+def learn_lab(tmp: Path, site: str, method: str, pages: int, settings: list[str] = ()) -> tuple[Path, int]:  # type: ignore[assignment]
+    """``crawl learn METHOD`` of ``pages`` downloads against a fresh server of ``site``: the model's
+    folder and the page downloads the server logged."""
+    from bench.invitro.social.web import SocialParams
+
+    web = WebThread(None, tmp / f"learn-{method}.jsonl", social=SocialParams((site,)))
+    seeds = tmp / f"learn-{method}-seeds.txt"
+    seeds.write_text(web.web.seeds[0] + "\n")
+    out = tmp / f"model-{method}"
+    every = ['network.allow_networks=["127.0.0.0/8"]', f'engine.user_agent="{USER_AGENT}"', *NO_DELAYS, *settings]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "engine.cli", "learn", method, "--seeds", str(seeds), "--out", str(out),
+             "--dns", str(web.web.dns_address), "--max-pages", str(pages),
+             *(arg for setting in every for arg in ("--set", setting))],
+            capture_output=True, text=True, timeout=240,
+        )
+    finally:
+        downloads = len(page_requests(web.stop()))
+    assert done.returncode == 0, done.stderr
+    return out, downloads

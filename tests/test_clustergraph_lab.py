@@ -21,26 +21,22 @@ Reads the lab and the crawler's outputs; writes only pytest's temporary folders.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import statistics
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from bench.clustergraph_eval import SCORING_PORT, filter_misses
-from bench.invitro import LogRecord
+from bench.clustergraph_eval import filter_misses
 from bench.invitro.social.census import Census, census
 from bench.invitro.social.score import score
 from bench.invitro.social.site import VALUABLE
 from bench.invitro.social.web import SocialParams, SocialWeb
 from bench.lab_learning import Remembered, sample_in_process
+from bench.lab_runs import SCORING_PORT
 from engine.learn import Sampling
 from engine.robots import RobotsRules
 from frontier.clustergraph.model import KEPT, ClusterFilter, Model, Params
@@ -49,7 +45,7 @@ from frontier.clustergraph.train import SampleRecord, read_sample, train
 from frontier.clustergraph.urls import normalise
 from frontier.clustergraph.variants import PARAMETER_VARIANT
 from frontier.urls import canonicalize
-from tests.invitro_harness import USER_AGENT, WebThread, page_requests, run_crawl, url_of
+from tests.invitro_harness import USER_AGENT, LabCrawl, crawl_lab, learn_lab, url_of
 
 SAMPLE = 3000
 """downloads of a training sample (pilot included), as ``crawl learn --max-pages``"""
@@ -316,54 +312,15 @@ def test_at34b_robots_txt_can_disallow_the_reply_forms() -> None:
 
 LEARN_PAGES = 400
 BUDGET = 600
-NO_DELAYS = ("politeness.host_delay=0", "politeness.ip_delay=0")
-
-
-@dataclasses.dataclass
-class Crawled:
-    records: list[LogRecord]
-    stats: dict[str, Any]
-    port: int
-
-
-def serve_and_crawl(tmp: Path, name: str, args: list[str]) -> Crawled:
-    """One ``crawl run`` of BUDGET pages against a fresh forum server; its page requests and stats.json."""
-    web = WebThread(None, tmp / f"{name}.jsonl", social=SocialParams(("forum",)))
-    try:
-        done = run_crawl(tmp / name, [web.web.seeds[0]], dns=str(web.web.dns_address), settings=[*NO_DELAYS, "engine.processes=1"],
-                         args=["--max-pages", str(BUDGET), *args])
-    finally:
-        log = web.stop()
-    return Crawled(list(page_requests(log)), done.stats, web.model.port)
-
-
-def learn(tmp: Path) -> Path:
-    """``crawl learn clustergraph`` of LEARN_PAGES downloads against a fresh forum server; the model's folder."""
-    web = WebThread(None, tmp / "learn.jsonl", social=SocialParams(("forum",)))
-    seeds = tmp / "learn-seeds.txt"
-    seeds.write_text(web.web.seeds[0] + "\n")
-    out = tmp / "model"
-    settings = ['network.allow_networks=["127.0.0.0/8"]', f'engine.user_agent="{USER_AGENT}"', *NO_DELAYS]
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "engine.cli", "learn", "clustergraph", "--seeds", str(seeds), "--out", str(out),
-             "--dns", str(web.web.dns_address), "--max-pages", str(LEARN_PAGES),
-             *(arg for setting in settings for arg in ("--set", setting))],
-            capture_output=True, text=True, timeout=240,
-        )
-    finally:
-        downloads = len(page_requests(web.stop()))
-    assert done.returncode == 0, done.stderr
-    assert downloads == LEARN_PAGES
-    return out
 
 
 def test_learn_then_crawl_the_forum_judged_from_the_servers_log(tmp_path: Path, forum: Lab) -> None:
     with ThreadPoolExecutor(1) as pool:  # the breadth-first crawl needs no model: it runs while the learner does
-        later = pool.submit(serve_and_crawl, tmp_path, "bfs", [])
-        model_dir = learn(tmp_path)
-        policy = serve_and_crawl(tmp_path, "policy", ["--policy", "clustergraph", "--model", str(model_dir)])
+        later = pool.submit(crawl_lab, tmp_path, "forum", "bfs", BUDGET, [])
+        model_dir, downloads = learn_lab(tmp_path, "forum", "clustergraph", LEARN_PAGES)
+        policy = crawl_lab(tmp_path, "forum", "policy", BUDGET, ["--policy", "clustergraph", "--model", str(model_dir)])
         bfs = later.result()
+    assert downloads == LEARN_PAGES
     assert len(policy.records) == len(bfs.records) == BUDGET
     # the learner sampled exactly what the in-process tests above sample (ports aside)
     learned = read_sample(model_dir / "sample.jsonl")
@@ -380,7 +337,7 @@ def test_learn_then_crawl_the_forum_judged_from_the_servers_log(tmp_path: Path, 
 
     seed_keys = {normalise(seed) for seed in forum.seeds}
 
-    def refused(crawl: Crawled) -> dict[str, str]:
+    def refused(crawl: LabCrawl) -> dict[str, str]:
         """The crawl's requests, seeds aside, that map to no surviving cluster: the cluster the model
         deleted (or δ removed) or ``unmapped``."""
         urls = [canonicalize(url_of(r, crawl.port)) for r in crawl.records]

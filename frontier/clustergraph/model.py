@@ -31,13 +31,14 @@ from frontier.clustergraph import report
 from frontier.clustergraph.patterns import Itemsets, Mapper
 from frontier.clustergraph.pruning import SMALL_PATTERN
 from frontier.clustergraph.urls import normalise
+from frontier.learned_params import LearnedParams, rounded
 
 FORMAT = "crawl-clustergraph-model/1"
 KEPT = report.KEPT
 
 
 @dataclass(frozen=True)
-class Params:
+class Params(LearnedParams):
     """Every training parameter (digest §2.14); ``crawl learn clustergraph --set key=value`` sets them."""
 
     bins: int = 6
@@ -95,48 +96,7 @@ class Params:
             "max_itemset": self.max_itemset >= 1, "xi": 0 <= self.xi <= 1, "alpha": self.alpha >= 0,
             "pilot_pages": self.pilot_pages >= 0, "batch": 1 <= self.batch <= 8,
         }
-        for name, ok in checks.items():
-            if not ok:
-                raise ValueError(f"{name}: {getattr(self, name)!r} is out of range")
-
-    @classmethod
-    def parse(cls, settings: Mapping[str, str], base: Params | None = None) -> Params:
-        """``base`` (the defaults) with ``settings`` given as text; ValueError naming the key otherwise."""
-        kinds = {f.name: type(getattr(cls(), f.name)) for f in dataclasses.fields(cls)}
-        values: dict[str, Any] = {}
-        for key, text in settings.items():
-            if key not in kinds:
-                raise ValueError(f"{key}: unknown parameter (known: {', '.join(sorted(kinds))})")
-            values[key] = _convert(key, text, kinds[key])
-        return dataclasses.replace(base or cls(), **values)
-
-    def to_data(self) -> dict[str, object]:
-        return {name: _rounded(value) for name, value in dataclasses.asdict(self).items()}
-
-    @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> Params:
-        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
-        if unknown:
-            raise ValueError(f"{sorted(unknown)[0]}: unknown parameter in the model")
-        return cls(**data)
-
-
-def _convert(key: str, text: str, kind: type) -> object:
-    if kind is bool:
-        if text.lower() in ("1", "true", "yes", "on"):
-            return True
-        if text.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(f"{key}: {text!r} is not a boolean")
-    try:
-        return kind(text)
-    except ValueError:
-        raise ValueError(f"{key}: {text!r} is not {'an' if kind is int else 'a'} {kind.__name__}") from None
-
-
-def _rounded(value: object) -> object:
-    """Floats rounded to 6 places: the last bits of a quotient must not change the bytes."""
-    return round(value, 6) if isinstance(value, float) else value
+        self.require(checks)
 
 
 @dataclass(frozen=True)
@@ -206,7 +166,7 @@ class Model:
             "itemsets": self.itemsets.to_data(),
             "clusters": {c: {**dataclasses.asdict(info), "samples": list(info.samples)}
                          for c, info in sorted(self.clusters.items())},
-            "edges": [{**dataclasses.asdict(e), "cov": _rounded(e.cov)} for e in sorted(self.edges, key=_edge_key)],
+            "edges": [{**dataclasses.asdict(e), "cov": rounded(e.cov)} for e in sorted(self.edges, key=_edge_key)],
             "seed_clusters": sorted(self.seed_clusters),
             "unreachable": sorted(self.unreachable),
             "warnings": list(self.warnings),

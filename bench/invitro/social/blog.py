@@ -42,6 +42,11 @@ robots.txt: on www, ``/manage/`` and (knob ``login_robots`` ≥ 0.5, the default
 are disallowed, tell-a-friend is not; on journals, reply forms are allowed unless knob
 ``reply_robots`` ≥ 0.5 (digest AT-34b).
 
+User-written HTML (``kit.user_html``, no links in it): post bodies and their excerpts (one mood
+per journal), comment text (one mood per post), profile bios (with the owner's avatar, badges
+and signature) and community descriptions. The site's own texts (static pages, news, the portal
+intro) and the light view are plain paragraphs.
+
 What makes it hard: header and footer links on every page; the same target several times per
 page (title, comments link and permalink of an entry; a reply link per comment); tracking
 parameters and a sort variant; a print (light) view; alternative listings (tags, calendar,
@@ -61,7 +66,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from bench.invitro.social.kit import Group, Layout, Page, Rand, layouts, render, slug, user_name
+from bench.invitro.social.kit import Group, Layout, Link, Page, Rand, layouts, render, slug, user_html, user_name
 from bench.invitro.social.site import DUPLICATE, ERROR, UNINFORMATIVE, VALUABLE, Answer, Site, Truth
 
 DEFAULTS: dict[str, float] = {
@@ -260,7 +265,7 @@ class BlogSite(Site):
             if u.number < 30:
                 featured.add(f"{self.home(u)}?{'&'.join(TRACKING[0])}", u.name)
             elif u.number < 60:
-                popular.add(self.home(u), u.name).add(self.home(u) + "profile", "profile")
+                popular.add(self.home(u), u.name).add(self.home(u) + "profile", "profile", "profile")
             else:
                 classic.add(f"{self.www}/~{u.name}/", u.name)
         self.community_links(page, range(len(self.members)))
@@ -297,7 +302,7 @@ class BlogSite(Site):
     def _tellafriend(self, p: Post) -> Answer:
         u = p.user
         page = self.page("Tell a friend", f"{self.www}/tools/tellafriend?itemid={p.itemid}&journal={u.name}")
-        page.group("tellafriend-entry").add(self.post_url(p), p.title).add(self.home(u), u.name)
+        page.group("tellafriend-entry").add(self.post_url(p), p.title, "title").add(self.home(u), u.name, "user")
         page.forms.append(f"{self.www}/tools/tellafriend.do")
         return self.done(page, Truth("tellafriend", UNINFORMATIVE), self.www_layout("tellafriend"))
 
@@ -310,10 +315,10 @@ class BlogSite(Site):
     def _community(self, c: int) -> Answer:
         r, name = self.rand, self.community_names[c]
         page = self.page(f"Community {name}", f"{self.community_origin}/{name}/")
-        page.text("community-about", r.text(3, "community", c))
+        page.user_text("community-about", user_html(r, 3, "community", c))
         members = page.group("community-members")
         for member in (self.users[m] for m in self.members[c][:MAX_LISTED]):
-            members.add(self.home(member), member.name).add(self.home(member) + "profile", "info")
+            members.add(self.home(member), member.name).add(self.home(member) + "profile", "info", "info")
         for m in self.members[c][:10]:
             self.entry(page, self.post(self.users[m], self.users[m].posts - 1))
         self.community_links(page, [r.below(len(self.members), "related", c, j) for j in range(5)])
@@ -365,11 +370,11 @@ class BlogSite(Site):
 
     def _profile(self, u: User) -> Answer:
         page = self.page(f"{u.name}: user info", self.home(u) + "profile", u)
-        page.text("profile-bio", self.rand.text(4, "bio", u.number))
+        page.user_text("profile-bio", user_html(self.rand, 4, "bio", u.number, author=u.number))
         for css, numbers in (("profile-friends", u.friends), ("profile-friend-of", self.friend_of[u.number])):
             group = page.group(css)
             for friend in (self.users[f] for f in numbers[:MAX_LISTED]):
-                group.add(self.home(friend), friend.name).add(self.home(friend) + "profile", "info")
+                group.add(self.home(friend), friend.name).add(self.home(friend) + "profile", "info", "info")
         self.community_links(page, u.communities)
         page.group("profile-actions").add(f"{self.www}/manage/circle/add?user={u.name}", "Add friend")
         return self.done(page, Truth("profile", VALUABLE, f"profile:{u.name}", ucc=True), self.user_layout(u))
@@ -391,8 +396,8 @@ class BlogSite(Site):
             tags.add(f"{self.home(u)}tag/{tag}", f"{tag} ({len(index[tag])})")
         page.group("tag-sort").add(self.home(u) + ("tag" if by_count else "tag?sort=count"), "other order")
         if by_count:
-            return self.done(page, Truth("taglist_sort", DUPLICATE, f"taglist:{u.name}"), self.user_layout(u))
-        return self.done(page, Truth("taglist", VALUABLE, f"taglist:{u.name}"), self.user_layout(u))
+            return self.done(page, Truth("taglist_sort", DUPLICATE, f"taglist:{u.name}", True), self.user_layout(u))
+        return self.done(page, Truth("taglist", VALUABLE, f"taglist:{u.name}", True), self.user_layout(u))
 
     def _tag(self, u: User, tag: str, skip: str | None) -> Answer:
         posts = self.tag_posts(u).get(tag, ())
@@ -438,7 +443,7 @@ class BlogSite(Site):
         for other, text in ((p.n - 1, "previous entry"), (p.n + 1, "next entry")):
             if 0 <= other < u.posts:
                 nav.add(self.post_url(self.post(u, other)), text)
-        nav.add(self.day_url(u, p.day), str(datetime.date.fromordinal(p.day)))
+        nav.add(self.day_url(u, p.day), str(datetime.date.fromordinal(p.day)), "date")
         self.entry(page, p, full=True)
         # one generator per post page: a hash per decision would cost more than the rest of the page
         rng = random.Random(self.rand.hash("post-page", u.number, p.n))
@@ -449,8 +454,11 @@ class BlogSite(Site):
             author = self.users[u.friends[int(rng.random() * len(u.friends))]] if j % 2 else u
             post = self.post(author, int(rng.random() * author.posts))
             related.add(self.post_url(post), post.title)
-        page.text("entry-text", self.rand.text(5, "post-text", u.number, p.n))
-        page.text("comment-text", self.rand.text(min(8, p.comments), "comment-text", u.number, p.n, number))
+        # a journal's owner writes in one mood (its posts and their excerpts alike), a post's commenters in another
+        page.user_text("entry-text", user_html(self.rand, 5, "post-text", u.number, p.n, topic=("journal", u.number)))
+        if p.comments:
+            page.user_text("comment-text", user_html(self.rand, min(8, p.comments), "comment-text", u.number, p.n,
+                                                     number, topic=("post", u.number, p.n)))
         key = f"post:{u.name}:{p.itemid}"
         if number > 1:
             return self.done(page, Truth("comments", VALUABLE, f"{key}:p{number}", ucc=True), self.user_layout(u))
@@ -460,12 +468,12 @@ class BlogSite(Site):
         """The reply form (``?mode=reply``) or the light view (``?format=light``) of a post."""
         u, url = p.user, self.post_url(p)
         page = self.page(p.title, f"{url}?{name}={value}", u)
-        page.group("entry-back").add(url, p.title).add(self.home(u), u.name)
+        page.group("entry-back").add(url, p.title, "title").add(self.home(u), u.name, "user")
         if name == "mode":
             page.forms.append(f"{self.www}/talkpost_do")
             return self.done(page, Truth("reply", UNINFORMATIVE), self.user_layout(u))
         page.text("entry-text", self.rand.text(5, "post-text", u.number, p.n))
-        return self.done(page, Truth("light", DUPLICATE, f"post:{u.name}:{p.itemid}", ucc=True), self.layouts[0])
+        return self.done(page, Truth("light", DUPLICATE, f"post:{u.name}:{p.itemid}"), self.layouts[0])
 
     def comments(self, page: Page, p: Post, number: int, this: str, rng: random.Random) -> None:
         """Comment page ``number`` of a post: each comment links its author (home, profile), its
@@ -482,10 +490,11 @@ class BlogSite(Site):
             rank = int(pick * len(friends)) if by_friend else min(len(users) - 1, int(1 / (1 - pick)) - 1)
             who = users[friends[rank]] if by_friend else users[rank]
             home = f"{self.www}/~{who.name}/" if old and scheme < share else self.home(who)
-            group.add(home, who.name).add(self.home(who) + "profile", "info")
-            group.add(f"{this}#t{p.itemid * 1000 + c}", "link")
+            # the old scheme's /~name/ link is the same author link as a template writes it: one role
+            group.add(home, who.name, "user").add(self.home(who) + "profile", "info", "info")
+            group.add(f"{this}#t{p.itemid * 1000 + c}", "link", "permalink")
             if p.reply:
-                group.add(f"{url}?mode=reply#t{p.itemid * 1000 + c}", "reply")
+                group.add(f"{url}?mode=reply#t{p.itemid * 1000 + c}", "reply", "reply")
 
     # Building blocks.
 
@@ -495,26 +504,28 @@ class BlogSite(Site):
         # the login link returns to this page: a URL of its own on every page (but no login of a login)
         login = f"{self.www}/login"
         login += "" if url.startswith(login) else f"?returnto={quote(url, safe='')}"
-        page.header.add(self.www + "/", "Blogs").add(f"{self.www}/{int(self.k['news'])}.html", "Site news") \
-            .add(login, "Log in").add(f"{self.www}/support/", "Help")
+        page.header.add(self.www + "/", "Blogs").add(f"{self.www}/{int(self.k['news'])}.html", "Site news", "news") \
+            .add(login, "Log in", "login").add(f"{self.www}/support/", "Help", "help")
         for path, text in STATIC.items():
             page.footer.add(self.www + path, text)
-        page.footer.add(self.www + "/", "Home")
+        page.footer.add(self.www + "/", "Home", "home")
         if user is not None:
             page.groups += [Group(css, list(links)) for css, links in self.sidebar(user)]
         return page
 
-    def _sidebar(self, u: User) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    def _sidebar(self, u: User) -> tuple[tuple[str, tuple[Link, ...]], ...]:
         """The link blocks every page of a journal shows: menu, recent entries, tags, this month, friends."""
         home, days = self.home(u), self.days(u)
-        menu = ((home, "Recent entries"), (home + "profile", "Profile"), (home + "friends", "Friends"),
-                (home + "tag", "Tags"), (self.day_url(u, days[-1]), "Calendar"))
-        recent = tuple((self.post_url(post), post.title)
+        # each menu item leads to a page of its own kind, so each has its own role
+        menu = ((home, "Recent entries", "journal"), (home + "profile", "Profile", "profile"),
+                (home + "friends", "Friends", "friends"), (home + "tag", "Tags", "tags"),
+                (self.day_url(u, days[-1]), "Calendar", "calendar"))
+        recent = tuple((self.post_url(post), post.title, "")
                        for post in (self.post(u, n) for n in range(u.posts - 1, max(-1, u.posts - 11), -1)))
-        tags = tuple((f"{home}tag/{tag}", tag) for tag in self.tag_posts(u))
-        month = tuple((self.day_url(u, d), datetime.date.fromordinal(d).strftime("%d"))
+        tags = tuple((f"{home}tag/{tag}", tag, "") for tag in self.tag_posts(u))
+        month = tuple((self.day_url(u, d), datetime.date.fromordinal(d).strftime("%d"), "")
                       for d in sorted(set(days)) if d > days[-1] - 31)
-        friends = tuple((self.home(self.users[f]), self.users[f].name) for f in u.friends[:SIDEBAR_FRIENDS])
+        friends = tuple((self.home(self.users[f]), self.users[f].name, "") for f in u.friends[:SIDEBAR_FRIENDS])
         return (("journal-menu", menu), ("sidebar-recent", recent), ("sidebar-tags", tags),
                 ("sidebar-calendar", month), ("sidebar-friends", friends))
 
@@ -523,18 +534,19 @@ class BlogSite(Site):
         u, url = p.user, self.post_url(p)
         group = page.group("entry-full" if full else "entry")
         if not full:
-            group.add(url, p.title)
+            group.add(url, p.title, "title")
         for tag in p.tags:
-            group.add(f"{self.home(u)}tag/{tag}", tag)
-        group.add(f"{url}#comments", f"{p.comments} comments")
+            group.add(f"{self.home(u)}tag/{tag}", tag, "tag")
+        group.add(f"{url}#comments", f"{p.comments} comments", "comments")
         if p.reply:
-            group.add(f"{url}?mode=reply", "Leave a comment")
+            group.add(f"{url}?mode=reply", "Leave a comment", "reply")
         if p.tellafriend:
-            group.add(f"{self.www}/tools/tellafriend?journal={u.name}&itemid={p.itemid}", "Tell a friend")
+            group.add(f"{self.www}/tools/tellafriend?journal={u.name}&itemid={p.itemid}", "Tell a friend", "share")
         if p.light and full:
-            group.add(f"{url}?format=light", "Light format")
+            group.add(f"{url}?format=light", "Light format", "print")
         if not full:
-            page.text("entry-excerpt", self.rand.text(1, "excerpt", u.number, p.n))
+            page.user_text("entry-excerpt", user_html(self.rand, 1, "excerpt", u.number, p.n,
+                                                      topic=("journal", u.number)))
 
     def pager(self, page: Page, base: str, at: int, end: int, name: str, step: int) -> None:
         """Links to the previous and next pages of a listing: ``base`` is offset 0 or page 1."""

@@ -21,6 +21,10 @@ URL scheme and truth (type: category):
   unique per page; a tab or tracking view names its book page, as a canonical link would),
   ``/about``, ``/terms-of-use``, ``/privacy``, ``/help``.
 
+User-written HTML (``kit.user_html``, no links in it): reviews (on their page and in listings,
+with the reviewer's avatar, badges and signature), comments on a review (one mood per review),
+profile bios and group descriptions. Book descriptions and tabs are the site's: plain paragraphs.
+
 What makes it hard: header and footer links on every page, the same target several times per
 page (avatar and name, a book in several blocks), sort, page and cursor pagination, tracking
 parameters, tabs as alternative views, per-page login URLs, all-digit user names among
@@ -176,9 +180,9 @@ class BooksSite(Site):
     def _page(self, title: str, kind: str, key: object, login_back: str = "") -> tuple[kit.Page, kit.Layout]:
         """A page with the site's header and footer, in its type's template (A/B) or its user's."""
         page = kit.Page(title)
-        page.header.add(f"{self.o}/", "Books").add(f"{self.o}/invite", "Invite friends")
+        page.header.add(f"{self.o}/", "Books").add(f"{self.o}/invite", "Invite friends", "invite")
         login = f"{self.o}/login?ReturnUrl={quote(login_back, safe='')}" if login_back else f"{self.o}/login"
-        page.header.add(login, "Sign in")
+        page.header.add(login, "Sign in", "login")
         for path in STATIC[:4]:
             page.footer.add(self.o + path, path[1:].title())
         if kind == "user":
@@ -193,7 +197,8 @@ class BooksSite(Site):
             popular.add(self.book_url(b, ref="home", utm_source=TRACKING["home"]), self.rand.title("title", b))
         newest = page.group("newest-reviews")
         for i in range(len(self.review_book) - 1, max(-1, len(self.review_book) - 11), -1):
-            newest.add(self.review_url(i), "review").add(self.user_url(self.reviewer(i)), self.users[self.reviewer(i)])
+            newest.add(self.review_url(i), "review", "review")
+            newest.add(self.user_url(self.reviewer(i)), self.users[self.reviewer(i)], "user")
         groups = page.group("group-directory")
         for g in range(self.n_groups):
             groups.add(self.group_url(g), self.rand.title("group", g))
@@ -201,16 +206,16 @@ class BooksSite(Site):
 
     def _profile(self, u: int) -> Answer:
         page, layout = self._page(self.users[u], "user", u)
-        page.text("bio", self.rand.text(2, "bio", u))
+        page.user_text("bio", kit.user_html(self.rand, 2, "bio", u, author=u))
         shelf = self.shelf(u)
         books = page.group("shelf-preview")
         for b in reversed(shelf[-SHOWN:]):
             books.add(self.book_url(b), self.rand.title("title", b))
         if len(shelf) > SHOWN:
-            books.add(kit.url(self.user_url(u), "/shelf", page=1, sort="added"), f"All {len(shelf)} books")
+            books.add(kit.url(self.user_url(u), "/shelf", page=1, sort="added"), f"All {len(shelf)} books", "shelf")
         reviews = page.group("user-reviews")
         for i in self.reviews_by[u][-10:]:
-            reviews.add(self.review_url(i), "review").add(self.book_url(self.review_book[i]), "book")
+            reviews.add(self.review_url(i), "review", "review").add(self.book_url(self.review_book[i]), "book", "book")
         friends = page.group("friends")
         for f in self.friends(u):
             friends.add(self.user_url(f), self.users[f])
@@ -239,10 +244,10 @@ class BooksSite(Site):
             sorts.add(kit.url(self.user_url(u), "/shelf", page=1, sort=s), s)
         rows = page.group("shelf-books")
         for b in shelf[(page_no - 1) * SHOWN:page_no * SHOWN]:
-            rows.add(self.book_url(b), self.rand.title("title", b))
-            rows.add(f"{self.o}/actions/addbook?bookid={1000 + b}", "add")
+            rows.add(self.book_url(b), self.rand.title("title", b), "book")
+            rows.add(f"{self.o}/actions/addbook?bookid={1000 + b}", "add", "add")
         kit.pagination(page, page_no, last, lambda p: kit.url(self.user_url(u), "/shelf", page=p, sort=sort))
-        return _done(Truth("shelf", DUPLICATE, ""), page, layout)
+        return _done(Truth("shelf", DUPLICATE, "", True), page, layout)
 
     def _book(self, b: int, params: dict[str, str]) -> Answer | None:
         tab = params.pop("tab", None)
@@ -255,27 +260,28 @@ class BooksSite(Site):
         page, layout = self._page(title, "book", b, login_back=self.book_url(b)[len(self.o):])
         page.text("description", self.rand.text(3, "description", b))
         tools = page.group("book-tools")
-        tools.add(self.book_url(b), "Overview")
+        tools.add(self.book_url(b), "Overview", "book")
         for t in TABS:
             if self.has_tab(b, t):
-                tools.add(self.book_url(b, tab=t), t.title())
-        tools.add(f"{self.o}/actions/addbook?bookid={1000 + b}", "Add to my shelf")
-        tools.add(self.book_url(b, "/reviews"), "Reviews")
+                tools.add(self.book_url(b, tab=t), t.title(), "tab")
+        tools.add(f"{self.o}/actions/addbook?bookid={1000 + b}", "Add to my shelf", "add")
+        tools.add(self.book_url(b, "/reviews"), "Reviews", "reviews")
         top = page.group("top-reviews")
         for i in self.reviews_of(b, "helpful")[:5]:
-            top.add(self.review_url(i), "review")
-            top.add(self.user_url(self.reviewer(i)), "avatar").add(self.user_url(self.reviewer(i)), "reviewer")
+            top.add(self.review_url(i), "review", "review")
+            top.add(self.user_url(self.reviewer(i)), "avatar", "avatar")
+            top.add(self.user_url(self.reviewer(i)), "reviewer", "user")
         self._readers(page, b, 40)
         similar = page.group("similar-books")
         for s in self.rand.sample(len(self.slugs), 20 if tab == "similar" else 8, "similar", b):
             similar.add(self.book_url(s), self.rand.title("title", s))
         if tab is not None:
             page.text(f"tab-{tab}", self.rand.text(4, tab, b))
-            truth = Truth("book_tab", DUPLICATE, f"book:{1000 + b}")
+            truth = Truth("book_tab", DUPLICATE, f"book:{1000 + b}", True)
         elif tracking != (None, None):
-            truth = Truth("book_tracking", DUPLICATE, f"book:{1000 + b}")
+            truth = Truth("book_tracking", DUPLICATE, f"book:{1000 + b}", True)
         else:
-            truth = Truth("book", VALUABLE, f"book:{1000 + b}")
+            truth = Truth("book", VALUABLE, f"book:{1000 + b}", True)
         return _done(truth, page, layout)
 
     def _readers(self, page: kit.Page, b: int, n: int) -> None:
@@ -329,22 +335,24 @@ class BooksSite(Site):
 
     def _review_entry(self, i: int) -> kit.Entry:
         u = self.reviewer(i)
-        links = [(self.review_url(i), "Read"), (self.user_url(u), "avatar"), (self.user_url(u), self.users[u])]
-        return kit.Entry(f"r-{50_000 + i}", "review", self.rand.text(1, "review", i), links)
+        entry = kit.Entry(f"r-{50_000 + i}", "review", kit.user_html(self.rand, 1, "review", i, author=u))
+        return entry.add(self.review_url(i), "Read", "title").add(self.user_url(u), "avatar", "avatar") \
+            .add(self.user_url(u), self.users[u], "user")
 
     def _review(self, i: int) -> Answer:
         b, u = self.review_book[i], self.reviewer(i)
         page, layout = self._page(f"Review of {self.rand.title('title', b)}", "review", i)
-        page.text("review-text", self.rand.text(4, "review", i))
+        page.user_text("review-text", kit.user_html(self.rand, 4, "review", i, author=u))
         about = page.group("review-about")
-        about.add(self.book_url(b), self.rand.title("title", b)).add(self.user_url(u), "avatar")
-        about.add(self.user_url(u), self.users[u]).add(f"{self.o}/actions/addbook?bookid={1000 + b}", "Add")
+        about.add(self.book_url(b), self.rand.title("title", b), "book").add(self.user_url(u), "avatar", "avatar")
+        about.add(self.user_url(u), self.users[u], "user")
+        about.add(f"{self.o}/actions/addbook?bookid={1000 + b}", "Add", "add")
         more = page.group("more-reviews")
         others = self.reviews_of(b, "helpful")
         for k in self.rand.sample(len(others), 10, "others", i):
             if others[k] != i:
                 more.add(self.review_url(others[k]), "review")
-        more.add(self.book_url(b, "/reviews"), "All reviews")
+        more.add(self.book_url(b, "/reviews"), "All reviews", "reviews")
         by = page.group("more-by-reviewer")
         for j in self.reviews_by[u][-11:]:
             if j != i:
@@ -365,14 +373,15 @@ class BooksSite(Site):
         entries = []
         for c in range(int(self.rand.lognormal(2.0, 1.0, "comments", i))):
             who = kit.ranked(self.rand, len(self.users), 2.5, "commenter", i, c)
-            entries.append(kit.Entry(f"c-{c}", "comment", self.rand.text(1, "comment", i, c),
-                                     [(self.user_url(who), self.users[who])]))
+            body = kit.user_html(self.rand, 1, "comment", i, c, author=who, topic=("review", i))
+            entries.append(kit.Entry(f"c-{c}", "comment", body)
+                           .add(self.user_url(who), self.users[who], "user"))
         html, links = kit.render_entries(page, layout, entries)
         return Answer(200, Truth("review", VALUABLE, f"review:{50_000 + i}", True), html, links=links)
 
     def _group(self, g: int) -> Answer:
         page, layout = self._page(self.rand.title("group", g), "group", g, login_back=f"/groups/{200 + g}")
-        page.text("group-about", self.rand.text(2, "group-about", g))
+        page.user_text("group-about", kit.user_html(self.rand, 2, "group-about", g))
         reading = page.group("group-reads")
         for b in self.rand.sample(len(self.slugs), 8, "reads", g):
             reading.add(self.book_url(b, ref="group", utm_source=TRACKING["group"]), self.rand.title("title", b))

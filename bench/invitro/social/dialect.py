@@ -125,7 +125,7 @@ class Dialect:
             return answer
         html = _URL_ATTRIBUTE.sub(lambda m: f'{m.group(1)}="{self.from_site(m.group(2))}"', answer.html)
         return Answer(answer.status, answer.truth, html, self.from_site(answer.location) if answer.location else "",
-                      tuple(self.from_site(link) for link in answer.links))
+                      tuple(self.from_site(link) for link in answer.links), answer.content_type)
 
     def robots(self, text: str) -> str:
         """robots.txt with its Allow/Disallow paths translated."""

@@ -26,6 +26,9 @@ URL scheme and truth (type: category):
   ``/register``, ``/search?q=``, ``/rules``, ``/faq``, ``/contact``, ``/privacy``. robots.txt
   disallows ``/post/report`` and ``/search`` only.
 
+User-written HTML (``kit.user_html``, no links in it): every comment (its author's avatar,
+badges and signature, one mood per thread) and profile bios. The print view stays plain text.
+
 What makes it hard: header and footer links on every page, the same target several times per
 page (author avatar and name, the reply link per comment, anchors into the same page), sort and
 session parameters, a print view, an alternative listing (archive, user posts), a redirect
@@ -221,10 +224,11 @@ class ForumSite(Site):
         """A page with the forum's header and footer, in the template of its type (two A/B variants)."""
         page = kit.Page(title)
         back = f"/board/{BOARDS[board]}" if board is not None else "/"
-        page.header.add(f"{self.o}/", "Forum").add(f"{self.o}/search?q=", "Search")
-        page.header.add(self.login_url(back), "Log in").add(f"{self.o}/register", "Register")
-        for path in ("/rules", "/faq", "/contact", "/privacy", "/archive"):
+        page.header.add(f"{self.o}/", "Forum").add(f"{self.o}/search?q=", "Search", "search")
+        page.header.add(self.login_url(back), "Log in", "login").add(f"{self.o}/register", "Register", "register")
+        for path in ("/rules", "/faq", "/contact", "/privacy"):
             page.footer.add(self.o + path, path[1:].title())
+        page.footer.add(f"{self.o}/archive", "Archive", "archive")
         kinds = ("home", "board", "thread", "print", "profile", "posts", "archive", "action")
         layout = self.layouts[2 * kinds.index(kind) + self.rand.below(2, "variant", kind, key)]
         return page, layout
@@ -233,7 +237,7 @@ class ForumSite(Site):
               guest_key: object = None) -> Answer:
         if guest_key is not None and self.rand.chance(self.k["sid_share"], "guest", guest_key):
             for group in (page.header, *page.groups, page.footer):
-                group.links = [(self._with_sid(h), text) for h, text in group.links]
+                group.links = [(self._with_sid(h), text, role) for h, text, role in group.links]
         html, links = kit.render_entries(page, layout, entries or [])
         return Answer(200, truth, html, links=links)
 
@@ -248,8 +252,8 @@ class ForumSite(Site):
             boards.add(self.board_url(b), name)
             top = self.listing[b, "latest"][:1]
             for t in top:
-                latest.add(self.thread_url(t, self.pages(t)), self.rand.title("title", t))
-                latest.add(self.user_url(self.author(t, self.sizes[t] - 1)), "last poster")
+                latest.add(self.thread_url(t, self.pages(t)), self.rand.title("title", t), "thread")
+                latest.add(self.user_url(self.author(t, self.sizes[t] - 1)), "last poster", "last-poster")
         return self._done(Truth("home", VALUABLE, "home"), page, layout, guest_key="home")
 
     def _board(self, b: int, params: dict[str, str]) -> Answer | None:
@@ -269,17 +273,17 @@ class ForumSite(Site):
             sorts.add(self.board_url(b, 1, s), s)
         rows = page.group("thread-list")
         for t in order[(page_no - 1) * size:page_no * size]:
-            rows.add(self.thread_url(t), self.rand.title("title", t))
-            rows.add(self.user_url(self.author(t, 0)), self.users[self.author(t, 0)])
+            rows.add(self.thread_url(t), self.rand.title("title", t), "thread")
+            rows.add(self.user_url(self.author(t, 0)), self.users[self.author(t, 0)], "author")
             if self.pages(t) > 1:
-                rows.add(self.thread_url(t, self.pages(t)), "last page")
-            rows.add(self.user_url(self.author(t, self.sizes[t] - 1)), "last post")
+                rows.add(self.thread_url(t, self.pages(t)), "last page", "last-page")
+            rows.add(self.user_url(self.author(t, self.sizes[t] - 1)), "last post", "last-poster")
         kit.pagination(page, page_no, last, lambda p: self.board_url(b, p, sort))
         key = f"board:{BOARDS[b]}:{page_no}"
         if not sort:
-            truth = Truth("board", VALUABLE, key)
+            truth = Truth("board", VALUABLE, key, True)
         else:
-            truth = Truth("board_sorted", DUPLICATE, key if sort == "latest" else "")
+            truth = Truth("board_sorted", DUPLICATE, key if sort == "latest" else "", True)
         return self._done(truth, page, layout, guest_key=None if sort else (b, page_no))
 
     def _thread(self, t: int, params: dict[str, str]) -> Answer | None:
@@ -297,12 +301,14 @@ class ForumSite(Site):
         title = self.rand.title("title", t)
         page, layout = self._page(f"{title} - page {page_no}", "thread", t, board=self.boards[t])
         crumbs = page.group("breadcrumbs")
-        crumbs.add(self.board_url(self.boards[t]), BOARDS[self.boards[t]]).add(self.thread_url(t), title)
+        crumbs.add(self.board_url(self.boards[t]), BOARDS[self.boards[t]], "board")
+        crumbs.add(self.thread_url(t), title, "thread")
         tools = page.group("thread-tools")
-        tools.add(f"{self.o}/post/reply?t={self.tid(t)}", "Reply").add(f"{self.o}/t/{self.tid(t)}/print", "Print")
+        tools.add(f"{self.o}/post/reply?t={self.tid(t)}", "Reply", "reply")
+        tools.add(f"{self.o}/t/{self.tid(t)}/print", "Print", "print")
         if focus is not None:
-            tools.add(f"{self.o}/post/quote?c={self.cid(t, focus)}", "Quote")
-            tools.add(f"{self.o}/post/report?c={self.cid(t, focus)}", "Report")
+            tools.add(f"{self.o}/post/quote?c={self.cid(t, focus)}", "Quote", "quote")
+            tools.add(f"{self.o}/post/report?c={self.cid(t, focus)}", "Report", "report")
         kit.pagination(page, page_no, self.pages(t), lambda p: self.thread_url(t, p))
         related = page.group("related-threads")
         siblings = self.listing[self.boards[t], "top"]
@@ -318,30 +324,29 @@ class ForumSite(Site):
 
     def _comment(self, t: int, j: int, parents: dict[int, int | None]) -> kit.Entry:
         r, cid, u = self.rand, self.cid(t, j), self.author(t, j)
-        entry = kit.Entry(f"c-{cid}", "comment", r.text(1 + r.below(3, "length", t, j), "comment", t, j),
-                          depth=self.depth(t, j, parents))
-        entry.links += [(self.user_url(u), "avatar"), (self.user_url(u), self.users[u]),
-                        (self.thread_url(t, j // self.per_page + 1, f"c-{cid}"), f"#{j + 1}")]
+        body = kit.user_html(r, 1 + r.below(3, "length", t, j), "comment", t, j, author=u, topic=("thread", t))
+        entry = kit.Entry(f"c-{cid}", "comment", body, depth=self.depth(t, j, parents))
+        entry.add(self.user_url(u), "avatar", "avatar").add(self.user_url(u), self.users[u], "user")
+        entry.add(self.thread_url(t, j // self.per_page + 1, f"c-{cid}"), f"#{j + 1}", "permalink")
         parent = parents[j]
         if parent is not None:
-            entry.links.append((self.thread_url(t, parent // self.per_page + 1, f"c-{self.cid(t, parent)}"),
-                                "in reply to"))
+            entry.add(self.thread_url(t, parent // self.per_page + 1, f"c-{self.cid(t, parent)}"), "in reply to",
+                      "parent")
             if r.chance(self.k["quote_share"], "quote", t, j):
-                entry.links.append((self.comment_url(t, parent), "quoted"))
+                entry.add(self.comment_url(t, parent), "quoted", "quoted")
         if t < self.old and r.chance(self.k["old_link_share"], "old-link", t, j):
-            entry.links.append((f"{self.o}/showthread.php?t={self.tid(r.below(self.old, 'old', t, j))}", "see"))
+            entry.add(f"{self.o}/showthread.php?t={self.tid(r.below(self.old, 'old', t, j))}", "see", "link")
         for i in range(r.below(4, "likes", t, j)):
             liker = kit.ranked(r, self.n_users, 2.0, "liker", t, j, i)
-            entry.links.append((self.user_url(liker), f"liked by {self.users[liker]}"))
-        entry.links.append((f"{self.o}/post/reply?t={self.tid(t)}", "reply"))
-        return entry
+            entry.add(self.user_url(liker), f"liked by {self.users[liker]}", "liker")
+        return entry.add(f"{self.o}/post/reply?t={self.tid(t)}", "reply", "reply")
 
     def _print(self, t: int) -> Answer:
         page, layout = self._page(self.rand.title("title", t), "print", t, board=self.boards[t])
         page.group("print-back").add(self.thread_url(t), "Back to the thread")
         for j in range(self.sizes[t]):
             page.text("print-comment", f"{self.users[self.author(t, j)]}: {self.rand.text(1, 'comment', t, j)}")
-        return self._done(Truth("thread_print", DUPLICATE, f"thread:{self.tid(t)}:1", True), page, layout)
+        return self._done(Truth("thread_print", DUPLICATE, f"thread:{self.tid(t)}:1"), page, layout)
 
     def _redirect(self, t: int) -> Answer:
         location = self.thread_url(t)
@@ -350,7 +355,7 @@ class ForumSite(Site):
 
     def _profile(self, u: int) -> Answer:
         page, layout = self._page(self.users[u], "profile", u)
-        page.text("bio", self.rand.text(2, "bio", u))
+        page.user_text("bio", kit.user_html(self.rand, 2, "bio", u, author=u))
         friends = page.group("friends")
         for f in self.friends(u):
             friends.add(self.user_url(f), self.users[f])
@@ -373,11 +378,12 @@ class ForumSite(Site):
         page.group("profile-link").add(self.user_url(u), self.users[u])
         rows = page.group("post-list")
         for t, j in posts[(page_no - 1) * POSTS_PER_PAGE:page_no * POSTS_PER_PAGE]:
-            rows.add(self.thread_url(t, j // self.per_page + 1, f"c-{self.cid(t, j)}"), self.rand.title("title", t))
-            rows.add(self.board_url(self.boards[t]), BOARDS[self.boards[t]])
+            rows.add(self.thread_url(t, j // self.per_page + 1, f"c-{self.cid(t, j)}"), self.rand.title("title", t),
+                     "post")
+            rows.add(self.board_url(self.boards[t]), BOARDS[self.boards[t]], "board")
         base = f"{self.user_url(u)}/posts"
         kit.pagination(page, page_no, last, lambda p: kit.url(base, "", page=p) if p > 1 else base)
-        return self._done(Truth("user_posts", DUPLICATE, ""), page, layout)
+        return self._done(Truth("user_posts", DUPLICATE, "", True), page, layout)
 
     def _archive(self, params: dict[str, str]) -> Answer | None:
         page_no = kit.page_param(params)
@@ -388,11 +394,11 @@ class ForumSite(Site):
         page, layout = self._page(f"Archive - page {page_no}", "archive", page_no)
         rows = page.group("archive-list")
         for t in range((page_no - 1) * size, min(self.old, page_no * size)):
-            rows.add(f"{self.o}/showthread.php?t={self.tid(t)}", self.rand.title("title", t))
-            rows.add(self.user_url(self.author(t, 0)), self.users[self.author(t, 0)])
+            rows.add(f"{self.o}/showthread.php?t={self.tid(t)}", self.rand.title("title", t), "thread")
+            rows.add(self.user_url(self.author(t, 0)), self.users[self.author(t, 0)], "author")
         kit.pagination(page, page_no, last, lambda p: kit.url(self.o, "/archive", page=p) if p > 1
                          else f"{self.o}/archive")
-        return self._done(Truth("archive", DUPLICATE, ""), page, layout)
+        return self._done(Truth("archive", DUPLICATE, "", True), page, layout)
 
     def _action(self, path: str, params: dict[str, str]) -> Answer | None:
         """Forms, login, search and the help pages: uninformative, each with a link back where it came from."""

@@ -14,7 +14,8 @@ URL scheme and truth (type: category):
   ``/presence/$?comment=1``: the comment form, uninformative (disallowed in the desktop hosts'
   robots.txt, not in the mobile host's);
 - ``USER.micro.test/contacts``: whom the user follows, valuable; ``/feed/rss``: the latest
-  messages again, duplicate;
+  messages again as RSS (XML: no link a crawler follows), duplicate, not UCC (a feed, as the
+  SOUrCe digest's §5.3 has it);
 - ``www.micro.test/``: home, valuable; ``www.micro.test/channel/NAME``: a channel, valuable, UCC;
   ``/login`` and ``/invite/email/USER`` (linked from the user's pages; not disallowed):
   uninformative;
@@ -23,6 +24,10 @@ URL scheme and truth (type: category):
   twin; a desktop page links its mobile twin when its user has the newer template that shows
   the "mobile" link (knob ``mobile_share``; 1.0 makes every desktop page link its twin, at the
   price of a mirror as large as the site and a mix far from the paper's Table 3).
+
+User-written HTML (``kit.user_html``, no links in it): messages (with their author's avatar,
+badges and signature, one mood per author) and comments (one mood per message), alike on the
+desktop and mobile pages.
 
 What makes it hard: variables in the host (per-user subdomains) and a mirror host, header and
 footer links on every page, the same target several times per page (the author on each
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+from html import escape
 
 from bench.invitro.social import kit
 from bench.invitro.social.site import DUPLICATE, ERROR, UNINFORMATIVE, VALUABLE, Answer, Site, Truth
@@ -75,6 +81,18 @@ class MicroblogSite(Site):
 
     def author(self, i: int) -> int:
         return bisect.bisect_right(self.first, i) - 1
+
+    def commenter(self, i: int, k: int) -> int:
+        """Who wrote comment ``k`` on message ``i``."""
+        return kit.ranked(self.rand, len(self.users), 3.0, "commenter", i, k)
+
+    def message_html(self, i: int, sentences: int) -> str:
+        """Message ``i`` with its author's block: one sentence in a listing, two on its own page."""
+        return kit.user_html(self.rand, sentences, "message", i, author=self.author(i))
+
+    def comment_html(self, i: int, k: int, who: int) -> str:
+        """Comment ``k`` on message ``i``, by ``who``, as its desktop and mobile pages show it."""
+        return kit.user_html(self.rand, 1, "comment", i, k, author=who, topic=("message", i))
 
     def stream(self, u: int) -> list[int]:
         """User ``u``'s messages, newest first."""
@@ -200,12 +218,13 @@ class MicroblogSite(Site):
     def _page(self, title: str, u: int | None, twin: str = "") -> tuple[kit.Page, kit.Layout]:
         """A desktop page: header, footer, the user's template (or the site's), the mobile link if shown."""
         page = kit.Page(title)
-        page.header.add(f"{self.www}/", "Jaiku").add(f"{self.www}/login", "Sign in")
+        page.header.add(f"{self.www}/", "Jaiku").add(f"{self.www}/login", "Sign in", "login")
         if u is not None:
-            page.header.add(self.home(u) + "/", self.users[u]).add(self.home(u) + "/contacts", "Contacts")
-            page.header.add(f"{self.www}/invite/email/{self.users[u]}", "Invite by email")
+            page.header.add(self.home(u) + "/", self.users[u], "user")
+            page.header.add(self.home(u) + "/contacts", "Contacts", "contacts")
+            page.header.add(f"{self.www}/invite/email/{self.users[u]}", "Invite by email", "invite")
             if twin and self.mobile_linked(u):
-                page.header.add(twin, "Mobile")
+                page.header.add(twin, "Mobile", "mobile")
         for c in range(5):
             page.footer.add(f"{self.www}/channel/{CHANNELS[c]}", f"#{CHANNELS[c]}")
         layout = self.layouts[2 + self.rand.below(30, "layout", u)] if u is not None else self.layouts[0]
@@ -213,14 +232,14 @@ class MicroblogSite(Site):
 
     def _message_entry(self, i: int, mobile: bool = False) -> kit.Entry:
         u = self.author(i)
-        entry = kit.Entry(f"m-{MSG_BASE + i}", "message", self.rand.text(1, "message", i),
-                          [(self.presence(i, mobile), "permalink")])
+        entry = kit.Entry(f"m-{MSG_BASE + i}", "message", self.message_html(i, 1))
+        entry.add(self.presence(i, mobile), "permalink", "permalink")
         if mobile:
             return entry
-        entry.links += [(self.home(u) + "/", self.users[u]), (self.presence(i) + "#comments", "comments")]
+        entry.add(self.home(u) + "/", self.users[u], "user").add(self.presence(i) + "#comments", "comments", "comments")
         c = self.channel(i)
         if c is not None:
-            entry.links.append((f"{self.www}/channel/{CHANNELS[c]}", f"#{CHANNELS[c]}"))
+            entry.add(f"{self.www}/channel/{CHANNELS[c]}", f"#{CHANNELS[c]}", "channel")
         return entry
 
     def _sidebar(self, page: kit.Page, u: int, key: object) -> None:
@@ -233,7 +252,7 @@ class MicroblogSite(Site):
         for k in self.rand.sample(len(following), 12, "activity", key):
             f = following[k]
             i = self.first[f] + self.rand.below(self.first[f + 1] - self.first[f], "activity", key, k)
-            activity.add(self.presence(i), "message").add(self.home(f) + "/", self.users[f])
+            activity.add(self.presence(i), "message", "message").add(self.home(f) + "/", self.users[f], "user")
 
     def _front(self) -> Answer:
         page, layout = self._page("Jaiku", None)
@@ -279,22 +298,23 @@ class MicroblogSite(Site):
     def _presence(self, i: int) -> Answer:
         u = self.author(i)
         page, layout = self._page(f"{self.users[u]}: message {MSG_BASE + i}", u, self.presence(i, mobile=True))
-        page.text("message-text", self.rand.text(2, "message", i))
+        page.user_text("message-text", self.message_html(i, 2))
         about = page.group("message-nav")
         for j in (i - 1, i + 1):
             if self.first[u] <= j < self.first[u + 1]:
                 about.add(self.presence(j), "older" if j < i else "newer")
         c = self.channel(i)
         if c is not None:
-            about.add(f"{self.www}/channel/{CHANNELS[c]}", f"#{CHANNELS[c]}")
+            about.add(f"{self.www}/channel/{CHANNELS[c]}", f"#{CHANNELS[c]}", "channel")
         if self.open(i):
-            about.add(self.presence(i) + "?comment=1", "Comment")
+            about.add(self.presence(i) + "?comment=1", "Comment", "comment")
         self._sidebar(page, u, i)
         entries = []
         for k in range(int(self.rand.lognormal(3.0, 1.2, "comments", i))):
-            who = kit.ranked(self.rand, len(self.users), 3.0, "commenter", i, k)
-            by = [(self.home(who) + "/", self.users[who]), (self.home(who) + "/contacts", "contacts")]
-            entries.append(kit.Entry(f"c-{k}", "comment", self.rand.text(1, "comment", i, k), by))
+            who = self.commenter(i, k)
+            entry = kit.Entry(f"c-{k}", "comment", self.comment_html(i, k, who))
+            entries.append(entry.add(self.home(who) + "/", self.users[who], "user")
+                           .add(self.home(who) + "/contacts", "contacts", "contacts"))
         html, links = kit.render_entries(page, layout, entries)
         return Answer(200, Truth("presence", VALUABLE, f"msg:{MSG_BASE + i}", True), html, links=links)
 
@@ -302,13 +322,18 @@ class MicroblogSite(Site):
         page, layout = self._page(f"{self.users[u]}'s contacts", u)
         contacts = page.group("following")
         for f in self.following(u):
-            contacts.add(self.home(f) + "/", self.users[f]).add(self.home(f) + "/contacts", "contacts")
-        return _done(Truth("contacts", VALUABLE, f"contacts:{self.users[u]}"), page, layout)
+            contacts.add(self.home(f) + "/", self.users[f], "user")
+            contacts.add(self.home(f) + "/contacts", "contacts", "contacts")
+        return _done(Truth("contacts", VALUABLE, f"contacts:{self.users[u]}", True), page, layout)
 
     def _feed(self, u: int) -> Answer:
-        page, layout = self._page(f"{self.users[u]} (RSS)", None)
-        html, links = kit.render_entries(page, layout, [self._message_entry(i) for i in self.stream(u)[:PER_PAGE]])
-        return Answer(200, Truth("feed", DUPLICATE, f"stream:{self.users[u]}:1", True), html, links=links)
+        """The user's latest messages as RSS 2.0: XML, so a crawler takes no link from it."""
+        items = "".join(f"<item><title>{escape(self.rand.title('message', i))}</title><link>{self.presence(i)}</link>"
+                        f"<guid>{self.presence(i)}</guid></item>" for i in self.stream(u)[:PER_PAGE])
+        xml = (f'<?xml version="1.0" encoding="utf-8"?>\n<rss version="2.0"><channel><title>{self.users[u]}</title>'
+               f"<link>{self.home(u)}/</link>{items}</channel></rss>\n")
+        return Answer(200, Truth("feed", DUPLICATE, f"stream:{self.users[u]}:1"), xml,
+                      content_type="application/rss+xml; charset=utf-8")
 
     def _channel(self, c: int) -> Answer:
         page, layout = self._page(f"#{CHANNELS[c]}", None)
@@ -329,7 +354,7 @@ class MicroblogSite(Site):
 
     def _mobile_page(self, title: str, u: int, desktop: str) -> tuple[kit.Page, kit.Layout]:
         page = kit.Page(title)
-        page.header.add(f"{self.m}/{self.users[u]}/", self.users[u]).add(desktop, "Desktop version")
+        page.header.add(f"{self.m}/{self.users[u]}/", self.users[u], "user").add(desktop, "Desktop version", "desktop")
         return page, self.layouts[1]
 
     def _mobile_stream(self, u: int) -> Answer:
@@ -341,11 +366,11 @@ class MicroblogSite(Site):
     def _mobile_presence(self, i: int) -> Answer:
         u = self.author(i)
         page, layout = self._mobile_page(f"{self.users[u]}: {MSG_BASE + i}", u, self.presence(i))
-        page.text("message-text", self.rand.text(2, "message", i))
+        page.user_text("message-text", self.message_html(i, 2))
         if self.open(i):
             page.group("comment").add(self.presence(i, mobile=True) + "?comment=1", "Comment")
         for k in range(int(self.rand.lognormal(3.0, 1.2, "comments", i))):
-            page.text("comment", self.rand.text(1, "comment", i, k))
+            page.user_text("comment", self.comment_html(i, k, self.commenter(i, k)))
         return _done(Truth("mobile_presence", DUPLICATE, f"msg:{MSG_BASE + i}", True), page, layout)
 
 

@@ -31,8 +31,12 @@ class Truth:
     holds: a valuable page's own key (``post:bob:123``), the key of the valuable page that a
     duplicate repeats (a print view, a mirror, a sort variant, an old-scheme redirect), or
     ``""`` when there is none (action pages, errors, listings that only re-list items).
-    ``ucc``: the page holds user-created content (a post, a review, comments, a profile's
-    text), whatever its category.
+    ``ucc``: the page's main content is what users made, whatever its category, as the
+    SOUrCe digest labels page types (``source.md`` §4.2, §5.3): posts, threads, reviews,
+    profiles, and the lists of them users' activity fills (boards, tag and shelf lists,
+    friends and contacts, a user's posts, archives), under any URL that shows them (a
+    legacy scheme, a session or tracking alias, a mirror); not the site's own pages (home,
+    news, help, forms and actions, login), redirects, print views or errors.
     """
 
     type: str
@@ -45,10 +49,11 @@ class Truth:
 class Answer:
     """A site's whole answer to one request.
 
-    ``status`` 200 has ``html``; a 3xx has ``location`` (absolute); 404 and other errors have
-    neither. ``links`` are the absolute, fragment-free URLs the body links to, in document
-    order with repeats (a redirect lists its location), so tests and the scorer can follow
-    the site without parsing HTML.
+    ``status`` 200 has ``html`` (the body, of ``content_type``: an RSS feed is XML); a 3xx has
+    ``location`` (absolute); 404 and other errors have neither. ``links`` are the absolute,
+    fragment-free URLs a crawler takes from the body (none from a body that is not HTML), in
+    document order with repeats (a redirect lists its location), so tests and the scorer can
+    follow the site without parsing it.
     """
 
     status: int
@@ -56,6 +61,7 @@ class Answer:
     html: str = ""
     location: str = ""
     links: tuple[str, ...] = ()
+    content_type: str = "text/html; charset=utf-8"
 
 
 class Site(ABC):

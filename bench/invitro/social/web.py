@@ -185,7 +185,7 @@ class SocialWeb:
         reason = HTTPStatus(answer.status).phrase
         links = list(answer.links)
         if answer.status == 200:
-            headers = [_HTML, ("Cache-Control", "max-age=600")]
+            headers = [("Content-Type", answer.content_type), ("Cache-Control", "max-age=600")]
             body = answer.html.encode()
             return Response(200, reason, headers, body, 0.0, links, [False] * len(links), ["a"] * len(links), True)
         if 300 <= answer.status < 400:

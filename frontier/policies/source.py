@@ -1,0 +1,228 @@
+"""The SOUrCe policies: rank every link by where it stands on its page (Xu, Gao & Callan).
+
+Digest ``/work/shared/papers/source.md`` §2.9, §2.12 and §3. The site model is written offline
+by ``crawl learn source`` (``frontier/source/``); these policies read it once, in ``__init__``.
+
+* ``source-ucc`` (crawling-for-UCC, §3.2): Score(C) = Info·DSim·Balance with Info from HITS
+  over A (α 0.5, diagonal zeroed), Balance = 1 − the share of harvested pages in C, which
+  changes as the crawl goes; options ``info``, ``dsim``, ``balance`` switch a factor off
+  (Table 5's ablations).
+* ``source-target`` (crawling-for-target, §3.3), with ``target_example`` (``--set
+  policy.target_example=URL``): a page of the training sample of the wanted type; its cluster
+  t is the target, authority = the indicator of t, hub ∝ A[:, t], Info = 0.8·a + 0.2·h,
+  Score(C) = Info. An example that is not a page of the sample is refused (the model knows
+  the layout of no other page: pick one among the report's sample URLs); one that DBSCAN
+  left an outlier is classified among the clustered pages (A27).
+
+Nothing is filtered: every link the crawl meets is queued, its score only decides when
+(§2.12, AT-16). Ranking, through the policy seam's lanes: each (cluster, Apath) row of the
+navigation table is a lane (2 + its row index); lane 0 holds the seeds and redirect targets
+(the page already chosen: first), lane 1 the links under a key with no row (score 0, A11).
+``lane_rank`` is −Score(u) of the lane's key (eq. 12) under the current cluster scores, so
+the frontier takes the best-scored URL of each host, and the host whose best is best among
+those polite now: the order holds across a site's hosts (a blog's user subdomains), not
+only within one. Balance is re-applied at every choice, as the digest's per-key buckets do
+(§3.5); within a lane, URLs keep their discovery order (FIFO among ties).
+
+Each fetched 200 HTML page is classified once (``on_fetched``: its Xpath bag, kNN over the
+training pages; a page of an unseen layout is assigned to its nearest cluster or to O, never
+refused), counted for Balance, and its link groups are read from the document; a link found
+under several keys takes the best-scored one (A28). Links reach ``priority`` canonical, as the
+link groups are (the query sorted, the crawl's default ``urls.sort_query``).
+
+Counters (``counters()``, kept in ``state()`` so that Balance survives a resume):
+``cluster_pages`` (classified pages per cluster, ``O`` for outliers) and ``links_by_lane``
+(``seed``, ``no_row``, ``row``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import orjson
+
+from frontier.page import FetchedPage, LinkContext
+from frontier.policy import CrawlPolicy, PolicyError, Revisit
+from frontier.urls import canonicalize
+
+if TYPE_CHECKING:  # imported when a model is loaded: looking up any policy imports this module
+    from frontier.source.model import Model
+
+SEED_LANE = 0
+NO_ROW_LANE = 1
+FIRST_ROW_LANE = 2
+MAX_LANE = 65535
+
+
+class _Source(CrawlPolicy):
+    """What both SOUrCe policies share: classify pages, key their links, rank lanes by score."""
+
+    wants_document = True
+    ranks_urls = True
+    needs_model = True
+
+    def __init__(self, options: object, model: Path | None) -> None:
+        super().__init__(options, model)
+        self.site_model = load_model(model, self.name)
+        self.n = self.site_model.n_clusters
+        self.harvested = np.zeros(self.n + 1)  # pages per cluster index, O last
+        self._row_scores = np.zeros(0)
+        self._stale = True
+        self._lanes: dict[str, int] = {}  # the links of the page shown last → their lane
+        self._redirect: tuple[str, str] | None = None
+        self.links: Counter[str] = Counter()
+
+    # the score of a cluster, per policy
+    def cluster_scores(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _scores(self) -> np.ndarray:
+        if self._stale:
+            self._row_scores = self.site_model.table.distributions @ self.cluster_scores()
+            self._stale = False
+        return self._row_scores
+
+    def on_fetched(self, page: FetchedPage, now: float) -> Iterable[Revisit]:
+        self._redirect = (page.url, page.redirect) if page.redirect is not None else None
+        self._lanes = {}
+        if page.document is None:
+            return ()
+        from frontier.source.features import link_groups
+        from frontier.source.navigation import index_of
+
+        label = self.site_model.classify(page.document)
+        self.harvested[index_of(label, self.n)] += 1
+        self._stale = True
+        scores = self._scores()
+        table = self.site_model.table
+        for apath, urls in link_groups(page.document, page.url, self.site_model.site).items():
+            position = table.position((label, apath))
+            lane = NO_ROW_LANE if position is None or position + FIRST_ROW_LANE > MAX_LANE else position + FIRST_ROW_LANE
+            for url in urls:
+                held = self._lanes.get(url)
+                if held is None or self._lane_score(lane, scores) > self._lane_score(held, scores):
+                    self._lanes[url] = lane
+        return ()
+
+    @staticmethod
+    def _lane_score(lane: int, scores: np.ndarray) -> float:
+        return float(scores[lane - FIRST_ROW_LANE]) if lane >= FIRST_ROW_LANE else 0.0
+
+    def priority(self, url: str, parent: str | None, context: LinkContext | None) -> int:
+        if parent is None or self._redirect == (parent, url):
+            self.links["seed"] += 1
+            return SEED_LANE
+        lane = self._lanes.get(url)
+        if lane is None:
+            sorted_form = canonicalize(url, sort_query=True)
+            lane = self._lanes.get(sorted_form, NO_ROW_LANE) if sorted_form is not None else NO_ROW_LANE
+        self.links["row" if lane >= FIRST_ROW_LANE else "no_row"] += 1
+        return lane
+
+    def lane_rank(self, scheme_authority: str, lane: int) -> float:
+        if lane == SEED_LANE:
+            return -np.inf
+        return -self._lane_score(lane, self._scores())
+
+    def counters(self) -> Mapping[str, Mapping[str, int]]:
+        from frontier.source.navigation import label_of
+        from frontier.source.report import cluster_name
+
+        pages = {cluster_name(label_of(index, self.n)): int(count) for index, count in enumerate(self.harvested) if count}
+        return {"cluster_pages": pages, "links_by_lane": self.links}
+
+    def state(self) -> bytes:
+        return orjson.dumps({"harvested": self.harvested.tolist(), "links": self.links}, option=orjson.OPT_SORT_KEYS)
+
+    def restore(self, state: bytes) -> None:
+        if not state:
+            return
+        saved = orjson.loads(state)
+        if len(saved["harvested"]) == self.n + 1:  # else another model: Balance starts afresh
+            self.harvested = np.array(saved["harvested"], dtype=np.float64)
+        self.links = Counter(saved["links"])
+        self._stale = True
+
+
+class SourceUcc(_Source):
+    """Crawling-for-UCC: Score(C) = Info·DSim·Balance (§3.2); a factor switched off counts as 1."""
+
+    name = "source-ucc"
+
+    @dataclass(frozen=True, slots=True)
+    class Options:
+        info: bool = True
+        dsim: bool = True
+        balance: bool = True
+        alpha: float = 0.5  # Info = α·authority + (1 − α)·hub
+
+        def __post_init__(self) -> None:
+            if not 0 <= self.alpha <= 1:
+                raise PolicyError("alpha", f"expected a number in [0, 1], got {self.alpha}")
+
+    def __init__(self, options: SourceUcc.Options, model: Path | None) -> None:
+        super().__init__(options, model)
+        from frontier.source.scores import Factors, hits
+
+        self.factors = Factors(options.info, options.dsim, options.balance)
+        self.info = hits(self.site_model.table.adjacency(), drop_self_loops=True).info(options.alpha)
+
+    def cluster_scores(self) -> np.ndarray:
+        from frontier.source.scores import ucc_cluster_scores
+
+        return ucc_cluster_scores(self.info, self.site_model.dsim, self.harvested, self.factors)
+
+
+class SourceTarget(_Source):
+    """Crawling-for-target: Score(C) = Info with authority fixed on the example's cluster (§3.3)."""
+
+    name = "source-target"
+
+    @dataclass(frozen=True, slots=True)
+    class Options:
+        target_example: str = ""  # a page of the training sample of the wanted type
+        alpha: float = 0.8
+
+        def __post_init__(self) -> None:
+            if not self.target_example:
+                raise PolicyError("target_example", "source-target needs an example page of the wanted type "
+                                                    "(--set policy.target_example=URL, a URL of the training sample)")
+            if not 0 <= self.alpha <= 1:
+                raise PolicyError("alpha", f"expected a number in [0, 1], got {self.alpha}")
+
+    def __init__(self, options: SourceTarget.Options, model: Path | None) -> None:
+        super().__init__(options, model)
+        from frontier.source.scores import target_cluster_scores, target_hits
+
+        example = canonicalize(options.target_example) or options.target_example
+        target = self.site_model.label_of(example, outliers=False)
+        if target is None:
+            samples = [url for c in self.site_model.clusters if c.label >= 0 for url in c.samples[:1]]
+            raise PolicyError("target_example", f"{options.target_example} is not a page of the model's training "
+                                                f"sample; use one of its pages, e.g. {', '.join(samples[:5])}")
+        self.target = target
+        info = target_hits(self.site_model.table.adjacency(), target).info(options.alpha)
+        self._fixed = target_cluster_scores(info)
+
+    def cluster_scores(self) -> np.ndarray:
+        return self._fixed
+
+
+def load_model(model: Path | None, name: str) -> Model:
+    """The SOUrCe model at ``model`` (a folder or its model.json); PolicyError naming ``model``."""
+    if model is None:
+        raise PolicyError("model", f"the {name} policy needs policy.model (--model): the folder "
+                                   "that `crawl learn source` wrote")
+    from frontier.source.model import Model
+
+    try:
+        return Model.load(model)
+    except FileNotFoundError:
+        raise PolicyError("model", f"{model} does not exist or is not a SOUrCe model folder") from None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PolicyError("model", f"cannot read the SOUrCe model {model}: {e}") from None
