@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 
 def _share(part: int, whole: int) -> float:
@@ -45,22 +44,6 @@ def f_measure(ratio: float, recall: float) -> float:
     if ratio < 0 or recall < 0:
         raise ValueError(f"F of a negative ratio ({ratio}) or recall ({recall})")
     return 2 * ratio * recall / (ratio + recall) if ratio + recall else 0.0
-
-
-@dataclass(frozen=True)
-class CrawlScore:
-    """One crawl's ratio (VR or HR), recall and F."""
-
-    ratio: float
-    recall: float
-    f: float
-
-    @classmethod
-    def of(cls, relevant_crawled: int, crawled: int, relevant_total: int) -> CrawlScore:
-        """From the counts: relevant pages crawled, all pages crawled, relevant pages in the corpus."""
-        ratio = _share(relevant_crawled, crawled)
-        found = recall(relevant_crawled, relevant_total)
-        return cls(ratio, found, f_measure(ratio, found))
 
 
 def clustering_quality(clusters: Sequence[int], types: Sequence[str], min_pts: int = 4) -> dict[str, float]:

@@ -15,7 +15,6 @@ import statistics
 import pytest
 
 from bench.source_metrics import (
-    CrawlScore,
     f_measure,
     harvest_rate,
     recall,
@@ -95,13 +94,11 @@ def test_ratios_and_recall_from_counts() -> None:
     assert valid_ratio(4994, 5000) == pytest.approx(0.9988)
     assert harvest_rate(3, 4) == 0.75
     assert recall(5, 20) == 0.25
-    assert CrawlScore.of(relevant_crawled=3, crawled=4, relevant_total=12) == CrawlScore(0.75, 0.25, 0.375)
 
 
 def test_empty_denominators_and_a_zero_f_give_zero() -> None:
     assert valid_ratio(0, 0) == harvest_rate(0, 0) == recall(0, 0) == 0.0
     assert f_measure(0.0, 0.0) == 0.0
-    assert CrawlScore.of(0, 0, 0) == CrawlScore(0.0, 0.0, 0.0)
 
 
 @pytest.mark.parametrize(("part", "whole"), [(5, 4), (-1, 4)])

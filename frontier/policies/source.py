@@ -83,7 +83,9 @@ class _Source(CrawlPolicy):
 
     def _scores(self) -> np.ndarray:
         if self._stale:
-            self._row_scores = self.site_model.table.distributions @ self.cluster_scores()
+            from frontier.source.scores import link_scores
+
+            self._row_scores = link_scores(self.site_model.table, self.cluster_scores())
             self._stale = False
         return self._row_scores
 

@@ -22,7 +22,6 @@ being divided by 0.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,15 +101,6 @@ class Factors:
     info: bool = True
     dsim: bool = True
     balance: bool = True
-
-
-ABLATIONS: Mapping[str, Factors] = {
-    "DSim·Balance": Factors(info=False),
-    "Info·Balance": Factors(dsim=False),
-    "Info·DSim": Factors(balance=False),
-    "Info·DSim·Balance": Factors(),
-}
-"""Table 5's variants, in the paper's order."""
 
 
 def balance(harvested: npt.ArrayLike) -> FloatArray:
