@@ -169,9 +169,10 @@ def clustergraph_eval(result: Result, path: Path) -> None:
 
 def source_eval(result: Result, path: Path) -> None:
     """Harvest rate (VR or HR) against downloads: a row per site, a panel per task, a line per method."""
-    rows = [[("UCC", site["ucc"])] * ("ucc" in site) + [(f"{role}: {task['type']}", task)
-                                                         for role, task in site.get("target", {}).items()]
-            for site in result["sites"]]
+    rows = []
+    for site in result["sites"]:
+        panels = [("UCC", site["ucc"])] if "ucc" in site else []
+        rows.append(panels + [(f"{role}: {task['type']}", task) for role, task in site.get("target", {}).items()])
     columns = max((len(row) for row in rows), default=1) or 1
     fig, axes = plt.subplots(len(rows) or 1, columns, figsize=(4.2 * columns, 3.2 * max(1, len(rows))),
                              squeeze=False)

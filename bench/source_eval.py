@@ -12,9 +12,10 @@ this
    order, and scores each from the server's request log (:func:`ucc_figures`);
 3. crawling-for-target, for two target types per site (the paper's Detail and Profile, table
    below): the budget is the number of pages of that type in the site's census (optionally
-   capped by ``--target-cap``), the example page is the first page of that type in SOUrCe's
-   training sample, judged by the lab's truth (:func:`example_page`); the same three crawls,
-   SOUrCe's being ``--policy source-target`` with that example (:func:`target_figures`);
+   capped by ``--target-cap``), the example pages are ``--examples`` pages of that type drawn
+   at random (seed 0) from SOUrCe's training sample, judged by the lab's truth
+   (:func:`example_pages`; the paper draws one); the same three crawls, SOUrCe's being
+   ``--policy source-target`` with those examples (:func:`target_figures`);
 4. checks the issue's goals (:func:`checks`): VR ≥ 0.99 with UCC recall at least BFS's, and
    target F ≥ 0.85.
 
@@ -65,6 +66,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -154,9 +157,12 @@ def target_budget(lab: Census, page_type: str, cap: int | None = None) -> int:
     return min(pages, cap) if cap else pages
 
 
-def example_page(sample: Iterable[SamplePage], web: SocialWeb, page_type: str) -> str | None:
-    """The final URL of the first page of ``page_type`` in the training sample, None when there is none."""
-    return next((page.final_url for page in sample if web.truth_of_url(page.final_url).type == page_type), None)
+def example_pages(sample: Iterable[SamplePage], web: SocialWeb, page_type: str, n: int = 1) -> list[str]:
+    """The final URLs of ``n`` pages of ``page_type`` drawn at random (seed 0) from the training
+    sample, in sample order (all of them when it has fewer)."""
+    found = [page.final_url for page in sample if web.truth_of_url(page.final_url).type == page_type]
+    chosen = sorted(random.Random(0).sample(range(len(found)), min(n, len(found))))
+    return [found[i] for i in chosen]
 
 
 def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -179,12 +185,12 @@ def _goal(name: str, value: float | None, goal: float) -> dict[str, Any]:
 # -- running the crawls -------------------------------------------------------------------------------
 
 
-def source_args(model: Path, example: str | None = None) -> list[str]:
-    """``crawl run``'s arguments for SOUrCe: for UCC, or for the target type of ``example``."""
-    if example is None:
+def source_args(model: Path, examples: Sequence[str] = ()) -> list[str]:
+    """``crawl run``'s arguments for SOUrCe: for UCC, or for the target type of the ``examples``."""
+    if not examples:
         return ["--policy", "source-ucc", "--model", str(model)]
     return ["--policy", "source-target", "--model", str(model),
-            "--set", f"policy.target_example={orjson.dumps(example).decode()}"]  # a JSON string is a TOML one
+            *(arg for url in examples for arg in ("--target-example", url))]
 
 
 def clustergraph_args(model: Path) -> list[str]:
@@ -201,6 +207,7 @@ class Plan:
     cg_train_pages: int = 2000
     budget: int = 5000
     target_cap: int | None = None
+    examples: int = 1
     learn_settings: tuple[str, ...] = ()
     cg_learn_settings: tuple[str, ...] = ()
     crawl_settings: tuple[str, ...] = ()
@@ -258,7 +265,8 @@ def evaluate(variant: Variant, folder: Path, plan: Plan) -> dict[str, Any]:
         result["ucc"] = ucc_task(crawls, models, web, lab)
     if "target" in plan.tasks:
         sample = read_sample(models.source / "sample.jsonl")
-        result["target"] = {role: target_task(crawls, models, web, lab, page_type, example_page(sample, web, page_type))
+        result["target"] = {role: target_task(crawls, models, web, lab, page_type,
+                                              example_pages(sample, web, page_type, plan.examples))
                             for role, page_type in TARGETS[variant.site].items()}
     result["checks"] = checks(result)
     return result
@@ -285,20 +293,22 @@ def ucc_task(crawls: Crawls, models: Models, web: SocialWeb, lab: Census) -> dic
 
 
 def target_task(crawls: Crawls, models: Models, web: SocialWeb, lab: Census, page_type: str,
-                example: str | None) -> dict[str, Any]:
+                examples: list[str]) -> dict[str, Any]:
     """Crawling-for-target of ``page_type`` with B = its census count (capped), judged.
 
-    SOUrCe runs only with an ``example`` page; nothing runs when the census has no page of
+    SOUrCe runs only with ``examples``; nothing runs when the census has no page of
     the type (a budget of 0 would be no limit to ``crawl run``)."""
     budget = target_budget(lab, page_type, crawls.plan.target_cap)
     runs = {}
     if budget:
         runs = {"bfs": crawls.run("bfs", budget, []),
                 "clustergraph": crawls.run("clustergraph", budget, clustergraph_args(models.clustergraph))}
-        if example is not None:
-            runs["source"] = crawls.run(f"source-{page_type}", budget, source_args(models.source, example))
+        if examples:
+            chosen = zlib.crc32(" ".join(examples).encode())  # a kept crawl is reused for the same examples only
+            runs["source"] = crawls.run(f"source-{page_type}-{len(examples)}-{chosen:08x}", budget,
+                                        source_args(models.source, examples))
     site = crawls.variant.site
-    return {"type": page_type, "budget": budget, "census_pages": lab.by_type.get(page_type, 0), "example": example,
+    return {"type": page_type, "budget": budget, "census_pages": lab.by_type.get(page_type, 0), "examples": examples,
             "ratio_name": "HR",
             "methods": {method: {**target_figures(records, web, site, page_type, lab), "policy": stats.get("policy", {})}
                         for method, (records, stats) in runs.items()}}
@@ -352,20 +362,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cg-train-pages", type=int, default=2000, help="downloads of the cluster graph's sample")
     parser.add_argument("--budget", type=int, default=5000, help="pages of each crawling-for-UCC run")
     parser.add_argument("--target-cap", type=int, help="at most this many pages per crawling-for-target run")
+    parser.add_argument("--examples", type=int, default=1,
+                        help="example pages per target type, drawn from the training sample (the paper: 1)")
     parser.add_argument("--learn-set", action="append", default=[], help="--set for crawl learn source")
     parser.add_argument("--cg-learn-set", action="append", default=[], help="--set for crawl learn clustergraph")
     args = parser.parse_args(argv)
     tasks = tuple(args.tasks.split(","))
     if not set(tasks) <= set(TASKS):
         parser.error(f"--tasks: expected some of {', '.join(TASKS)}")
-    plan = Plan(tasks, args.train_pages, args.cg_train_pages, args.budget, args.target_cap,
+    plan = Plan(tasks, args.train_pages, args.cg_train_pages, args.budget, args.target_cap, args.examples,
                 tuple(x for s in args.learn_set for x in ("--set", s)),
                 tuple(x for s in args.cg_learn_set for x in ("--set", s)), tuple(args.set), args.reuse)
     at_start = machine()
     results = each_variant(args, lambda variant, folder: evaluate(variant, folder, plan), print_table)
     print_summary(results)
     output = {"tasks": list(tasks), "train_pages": plan.train_pages, "cg_train_pages": plan.cg_train_pages,
-              "budget": plan.budget, "target_cap": plan.target_cap, "targets": TARGETS,
+              "budget": plan.budget, "target_cap": plan.target_cap, "examples": plan.examples, "targets": TARGETS,
               "goals": {"vr": VR_GOAL, "target_f": TARGET_F_GOAL}, "sites": results, "machine": at_start}
     write_result(args.json, output)
     from bench.plots import source_eval

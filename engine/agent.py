@@ -94,7 +94,7 @@ class Agent:
         self.ip_table = SharedIpTable(self.out / "ip-table") if agents > 1 else None
         self.pipeline = Pipeline(config, self.store, crew.stats, crew.frontier, self.router.discover,
                                  lambda: crew.filters, stop=crew.stop_full)
-        self.todo = TodoRing(crew.frontier.rank if crew.frontier.ranked else None)
+        self.todo = TodoRing(crew.frontier.rank, crew.frontier.site_of) if crew.frontier.ranked else TodoRing()
         leases = IpLeases(self.ip_table, lambda: config.politeness.ip_delay)
         self.todo_filler = TodoFiller(crew, self.todo, leases, self.resolvers.start)
         self.budget = PageBudget(crew, self.ip_table)

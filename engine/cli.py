@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--processes", type=int, help="agent processes (engine.processes; 0 = one per core)")
     run.add_argument("--policy", metavar="NAME", help="crawl policy (policy.name)")
     run.add_argument("--model", metavar="PATH", help="the policy's model file (policy.model)")
+    run.add_argument("--target-example", action="append", metavar="URL",
+                     help="a page of the wanted type, for --policy source-target (policy.target_examples; "
+                          "repeat it for a type with several layouts)")
     run.add_argument("--resume", action="store_true",
                      help="continue the crawl in the output folder (after a stop, a crash or a reboot); "
                           "starts a new one if the folder holds none")
@@ -84,6 +87,7 @@ def overrides(args: argparse.Namespace) -> list[str]:
         "control.listen": args.control,
         "policy.name": args.policy,
         "policy.model": args.model,
+        "policy.target_examples": args.target_example,
     }
     for key, value in flags.items():
         if value is not None:

@@ -119,6 +119,7 @@ class Fetchers:
             if k >= self.count and not crew.stopping:  # fewer fetchers wanted: hand the host back
                 frontier.release(vs, time.monotonic(), host_next=vs.next_fetch)
                 self.leases.release(vs.ip)
+                todo.landed(vs)
                 return
             self.in_flight += 1
             ip = vs.ip
@@ -136,6 +137,7 @@ class Fetchers:
             finally:
                 self.in_flight -= 1
                 self.leases.release(ip)
+                todo.landed(vs)
                 crew.todo_alarm.fire()
                 crew.distributor_alarm.fire()
 

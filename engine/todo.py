@@ -7,7 +7,12 @@ goes to a resolve task instead (``engine/resolving.py``). Never fetches, never t
 sieve. Sleeps until the workbench's next deadline or a wake-up (the todo alarm).
 
 With a policy that ranks URLs (``Frontier.ranked``), the ring hands out the best-ranked host
-first (``Frontier.rank``): among the hosts polite now, the policy chooses which goes next.
+first (``Frontier.rank``): among the hosts polite now, the policy chooses which goes next. A
+policy that groups hosts into sites (``Frontier.site_of``) also gets the *rank gate*: a host
+is not handed out while a better-ranked host of its site is being fetched; it is held until
+that fetch lands, so that a site with a host per user is crawled in the policy's order across
+its hosts, as one queue would be, and not as fast as idle fetchers take whatever is polite.
+Hosts of one rank fly together. The gate is per agent (each agent owns its hosts).
 """
 
 from __future__ import annotations
@@ -28,34 +33,61 @@ BUSY_POLL = 0.01  # seconds between two looks at IPs another agent is fetching f
 
 
 class TodoRing:
-    """Ready visit states, first in first out (or best rank first); fetchers that find it empty wait on a future each."""
+    """Ready visit states, first in first out (or best rank first, behind the rank gate); fetchers
+    that find it empty wait on a future each."""
 
-    def __init__(self, rank: Callable[[VisitState], float] | None = None) -> None:
+    def __init__(self, rank: Callable[[VisitState], float] | None = None,
+                 site: Callable[[VisitState], str | None] | None = None) -> None:
         self._ring: collections.deque[VisitState] = collections.deque()
         self._rank = rank
+        self._site = site if rank is not None else None
         self._ranked: list[tuple[float, int, VisitState]] = []
         self._seq = itertools.count()
         self._waiters: collections.deque[asyncio.Future[VisitState | None]] = collections.deque()
         self._closed = False
+        # the rank gate: per site, the ranks of its hosts being fetched and the hosts held back
+        self._flying: dict[str, list[float]] = {}
+        self._flights: dict[int, tuple[str, float]] = {}  # id(vs) → (site, rank) while it is fetched
+        self._held: dict[str, list[tuple[float, int, VisitState]]] = {}
+        self._landed: set[str] = set()  # sites whose fetches landed since the last reopen()
 
     def __len__(self) -> int:
-        return len(self._ring) + len(self._ranked)
+        return len(self._ring) + len(self._ranked) + sum(map(len, self._held.values()))
 
     def put(self, vs: VisitState) -> None:
+        if self._rank is None:
+            if not self._give(vs):
+                self._ring.append(vs)
+            return
+        rank = self._rank(vs)
+        site = self._site(vs) if self._site is not None else None
+        if site is not None and self._blocked(site, rank):
+            heapq.heappush(self._held.setdefault(site, []), (rank, next(self._seq), vs))
+        elif self._give(vs):
+            self._fly(vs, site, rank)
+        else:
+            heapq.heappush(self._ranked, (rank, next(self._seq), vs))
+
+    def _give(self, vs: VisitState) -> bool:
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
                 waiter.set_result(vs)
-                return
-        if self._rank is None:
-            self._ring.append(vs)
-        else:
-            heapq.heappush(self._ranked, (self._rank(vs), next(self._seq), vs))
+                return True
+        return False
 
     def get_nowait(self) -> VisitState | None:
         if self._rank is None:
             return self._ring.popleft() if self._ring else None
-        return heapq.heappop(self._ranked)[2] if self._ranked else None
+        while self._ranked:
+            rank, seq, vs = heapq.heappop(self._ranked)
+            site = self._site(vs) if self._site is not None else None
+            if site is not None and self._blocked(site, rank):  # a better host of its site took off since it came
+                heapq.heappush(self._held.setdefault(site, []), (rank, seq, vs))
+                continue
+            self._fly(vs, site, rank)
+            return vs
+        return None
 
     async def wait_get(self) -> VisitState | None:
         """The next visit state, or None once the ring is closed."""
@@ -65,6 +97,55 @@ class TodoRing:
         waiter: asyncio.Future[VisitState | None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         return await waiter
+
+    def _blocked(self, site: str, rank: float) -> bool:
+        flying = self._flying.get(site)
+        return flying is not None and rank > min(flying)
+
+    def _fly(self, vs: VisitState, site: str | None, rank: float) -> None:
+        if site is not None:
+            self._flying.setdefault(site, []).append(rank)
+            self._flights[id(vs)] = (site, rank)
+
+    def landed(self, vs: VisitState) -> None:
+        """The fetch of ``vs`` (handed out by this ring) ended: its site's gate may open (:meth:`reopen`)."""
+        flight = self._flights.pop(id(vs), None) if self._site is not None else None
+        if flight is None:
+            return
+        site, rank = flight
+        flying = self._flying[site]
+        flying.remove(rank)
+        if not flying:
+            del self._flying[site]
+        self._landed.add(site)
+
+    def reopen(self) -> None:
+        """Let through the held hosts the gate no longer blocks; with nothing of its site in
+        flight, the best of them. Held hosts are ordered by their rank when held, ranked anew
+        as they leave (one that got worse goes back behind the next). Called after the filler
+        has put back the hosts polite now, so that a host whose fetch just landed competes with
+        those it held back."""
+        while self._landed:
+            site = self._landed.pop()
+            held = self._held.get(site)
+            while held:
+                rank, seq, vs = heapq.heappop(held)
+                now_rank = self._rank(vs) if self._rank is not None else rank
+                if self._blocked(site, now_rank):
+                    heapq.heappush(held, (now_rank, seq, vs))
+                    break
+                if held and now_rank > held[0][0]:  # it got worse while held: the next may be better
+                    heapq.heappush(held, (now_rank, seq, vs))
+                    continue
+                alone = site not in self._flying
+                if self._give(vs):
+                    self._fly(vs, site, now_rank)
+                else:
+                    heapq.heappush(self._ranked, (now_rank, seq, vs))
+                if alone and site not in self._flying:  # the best one goes; the rest wait for it to fly
+                    break
+            if not held:
+                self._held.pop(site, None)
 
     def wake_all(self) -> None:
         """Wake every waiting fetcher with None, so each checks whether it should still run."""
@@ -78,8 +159,10 @@ class TodoRing:
         self._closed = True
         self.wake_all()
         left = list(self._ring) + [vs for _, _, vs in self._ranked]
+        left += [vs for held in self._held.values() for _, _, vs in held]
         self._ring.clear()
         self._ranked.clear()
+        self._held.clear()
         return left
 
 
@@ -124,6 +207,7 @@ class TodoFiller:
                     self.resolve(vs)
                 elif not self._pass_on(vs, now):
                     busy.append(vs)
+            self.todo.reopen()
             deadline = frontier.next_deadline()
             if busy:  # polled with one system call each: cheaper than handing them back and forth
                 deadline = min(deadline, now + BUSY_POLL) if deadline is not None else now + BUSY_POLL

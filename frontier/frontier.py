@@ -10,8 +10,8 @@ methods and nothing else (it reads visit states, it never writes them):
 * sieve → workbench: ``distribute`` (returns hosts to resolve), ``wants_flush``/``flush``/
   ``flush_sieve`` (a forced sieve flush), ``distributor_deadline`` (when to look again);
 * DNS: ``resolved``, ``resolve_failed``/``retry_resolve``, ``refused``, ``readdress``;
-* the fetch token: ``acquire``, ``hand_out``, ``next_deadline``, ``rank`` (ranked mode: which
-  host goes next), ``next_url``, ``release``, ``set_delays`` (live politeness);
+* the fetch token: ``acquire``, ``hand_out``, ``next_deadline``, ``rank`` and ``site_of``
+  (ranked mode: which host goes next), ``next_url``, ``release``, ``set_delays`` (live politeness);
 * robots.txt: ``robots_url``, ``robots_redirected``, ``robots_failed``, ``robots_fetched``;
 * outcomes: ``succeeded``, ``failed`` (retries with a doubling back-off, then the policy's
   ``on_failed``), ``fetched`` (the policy's ``on_fetched``; the revisits both return are
@@ -152,7 +152,7 @@ class Frontier:
             fsync=settings.fsync,
             resume_from=index_from,
         )
-        self.workbench = Workbench(settings.ip_delay)
+        self.workbench = Workbench(settings.ip_delay, self.rank if self.ranked else None)
         self.drops: Counter[str] = Counter()
         self.shapes = ShapeBudget(settings.max_urls_per_shape, self.drops) if settings.max_urls_per_shape else None
         self.distributor = Distributor(
@@ -461,6 +461,10 @@ class Frontier:
             return math.inf
         ranks = self.distributor.lane_ranks(vs)
         return ranks(lanes.best(ranks))
+
+    def site_of(self, vs: VisitState) -> str | None:
+        """Ranked mode: the site ``vs`` belongs to for the rank gate (``CrawlPolicy.site_of``), or None."""
+        return self.policy.site_of(vs.scheme_authority)
 
     def next_deadline(self) -> float | None:
         """When the workbench's first host becomes polite to fetch (maybe in the past), or None."""

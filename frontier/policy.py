@@ -43,6 +43,11 @@ politeness, robots.txt, the sieve's exactly-once guarantee and scope are enforce
    which host goes next among those polite now (the best rank of each). Lower goes first;
    the default is ``float(lane)``. Ranks may change as the policy learns: they are never
    stored.
+   ``site_of(scheme_authority) -> str | None``, only with ``ranks_urls``: the site a host
+   belongs to, for the engine's rank gate (``engine/todo.py``): a host is not fetched while
+   a better-ranked host of its site is, so the policy's order holds across a site's hosts (a
+   host per user), not only within each. Default None: hosts are not grouped, and among
+   those polite now the best-ranked goes first, as fast as fetchers are idle.
 4. ``on_fetched(page, now) -> Iterable[Revisit]``, for every response to a page URL (any
    status; a redirect has ``page.redirect``, its canonical target), before the page's links
    are offered to ``accept_link``, so a policy has classified a page before it judges its
@@ -140,6 +145,9 @@ class CrawlPolicy:
 
     def lane_rank(self, scheme_authority: str, lane: int) -> float:
         return float(lane)
+
+    def site_of(self, scheme_authority: str) -> str | None:
+        return None
 
     def on_fetched(self, page: FetchedPage, now: float) -> Iterable[Revisit]:
         return ()

@@ -11,6 +11,14 @@ the (visit state, entry) pair is a token held by one fetcher, so while one host 
 being fetched the whole IP is off the workbench (one fetch in flight per IP). Releasing puts
 both back with next-fetch times counted from the end of the fetch.
 
+With a policy that ranks URLs (``rank``, ``Frontier.rank``: lower goes first), the host an
+entry hands out is not the one polite the earliest but the best-ranked of those polite now:
+acquiring moves the entry's hosts that have become polite to its ``ripe`` heap, ordered by
+rank, and takes the best. Ranks change as the policy learns and as URLs come: a waiting host
+that gets a better URL (or a due revisit) moves up at once; one that got worse is ranked
+anew as it leaves and goes back behind the next. Many hosts on one IP (a site with a host
+per user) are thus fetched in the policy's order, not round-robin by time.
+
 A host's address can change (its DNS answer expired): ``readdress`` gives back a token
 without a fetch, charging neither the host nor the IP, and holds the host off its entry's
 heap while it is resolved again; ``move`` then puts it on the entry of its (maybe new) IP.
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from frontier.visit_state import PathQueue, Phase, VisitState
@@ -34,26 +43,34 @@ from frontier.visit_state import PathQueue, Phase, VisitState
 class WorkbenchEntry:
     """All the visit states of one IP address.
 
-    Invariants: ``heap`` holds exactly the READY visit states of this IP with work in memory
-    (``vs.in_entry``); the entry is on the workbench heap iff it is not acquired and its heap
-    is non-empty; ``next_fetch`` ≥ end of the last fetch from this IP + the IP delay.
+    Invariants: ``heap`` and ``ranks`` together hold exactly the READY visit states of this IP
+    with work in memory (``vs.in_entry``); ``ripe`` holds every host of ``ranks`` under its
+    rank there, plus stale items (another rank) that are skipped; both are empty unless the
+    workbench ranks; the entry is on the workbench heap iff it is not acquired and has such
+    visit states; ``next_fetch`` ≥ end of the last fetch from this IP + the IP delay.
     """
 
-    __slots__ = ("ip", "next_fetch", "heap", "acquired", "version", "hosts")
+    __slots__ = ("ip", "next_fetch", "heap", "ripe", "ranks", "acquired", "version", "hosts")
 
     def __init__(self, ip: str) -> None:
         self.ip = ip
         self.next_fetch = 0.0
-        self.heap: list[tuple[float, int, VisitState]] = []
+        self.heap: list[tuple[float, int, VisitState]] = []  # by next_fetch
+        self.ripe: list[tuple[float, int, VisitState]] = []  # ranked mode: hosts polite already, by rank
+        self.ranks: dict[VisitState, float] = {}  # their current place in ``ripe``
         self.acquired = False
         self.version = 0
         self.hosts = 0  # visit states attached to this IP, with or without work
 
     def key(self) -> float:
-        return max(self.next_fetch, self.heap[0][0])
+        return self.next_fetch if self.ranks else max(self.next_fetch, self.heap[0][0])
+
+    def has_work(self) -> bool:
+        return bool(self.heap or self.ranks)
 
     def __repr__(self) -> str:
-        return f"<WorkbenchEntry {self.ip} hosts={self.hosts} ready={len(self.heap)} acquired={self.acquired}>"
+        ready = len(self.heap) + len(self.ranks)
+        return f"<WorkbenchEntry {self.ip} hosts={self.hosts} ready={ready} acquired={self.acquired}>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +86,9 @@ class WorkbenchStatistics:
 class Workbench:
     """Priority queue of :class:`WorkbenchEntry`, keyed by the earliest polite fetch time."""
 
-    def __init__(self, ip_delay: float) -> None:
+    def __init__(self, ip_delay: float, rank: Callable[[VisitState], float] | None = None) -> None:
         self.ip_delay = ip_delay
+        self._rank = rank
         self.address_to_entry: dict[str, WorkbenchEntry] = {}
         self._heap: list[tuple[float, int, int, WorkbenchEntry]] = []
         self._tie = itertools.count()
@@ -193,6 +211,15 @@ class Workbench:
         self.bytes += len(path_query) + 1
         if not vs.in_entry and vs.entry is not None and vs.phase is Phase.READY:
             self._enter(vs)
+        elif self._rank is not None and vs.in_entry and vs in vs.entry.ranks:
+            self._rank_again(vs.entry, vs, self._rank)
+
+    def _rank_again(self, entry: WorkbenchEntry, vs: VisitState, rank: Callable[[VisitState], float]) -> None:
+        """A host waiting on ``ripe`` got a URL: it moves up if that one is better."""
+        fresh = rank(vs)
+        if fresh < entry.ranks[vs]:
+            entry.ranks[vs] = fresh
+            heapq.heappush(entry.ripe, (fresh, next(self._seq), vs))
 
     def _removed(self, path_query: bytes) -> bytes:
         self.urls -= 1
@@ -219,7 +246,7 @@ class Workbench:
         entry = heapq.heappop(self._heap)[3]
         entry.version += 1
         entry.acquired = True
-        vs = heapq.heappop(entry.heap)[2]
+        vs = heapq.heappop(entry.heap)[2] if self._rank is None else self._best_ripe(entry, now, self._rank)
         vs.in_entry = False
         vs.transition("acquire")
         self._acquired += 1
@@ -246,18 +273,38 @@ class Workbench:
 
     # -- internals ---------------------------------------------------------------------
 
+    @staticmethod
+    def _best_ripe(entry: WorkbenchEntry, now: float, rank: Callable[[VisitState], float]) -> VisitState:
+        """Ranked mode: the best-ranked of the entry's hosts polite at ``now`` (module docstring)."""
+        heap, ripe, ranks = entry.heap, entry.ripe, entry.ranks
+        while heap and heap[0][0] <= now:
+            _, seq, vs = heapq.heappop(heap)
+            ranks[vs] = placed = rank(vs)
+            heapq.heappush(ripe, (placed, seq, vs))
+        while True:
+            placed, seq, vs = heapq.heappop(ripe)
+            if ranks.get(vs) != placed:  # a stale item: the host moved up, or left
+                continue
+            fresh = rank(vs)
+            if ripe and fresh > ripe[0][0]:  # it got worse while it waited
+                ranks[vs] = fresh
+                heapq.heappush(ripe, (fresh, seq, vs))
+                continue
+            del ranks[vs]
+            return vs
+
     def _give_back(self, entry: WorkbenchEntry) -> None:
         """An entry's token is back: the entry returns to the workbench if it has work."""
         entry.acquired = False
         self._acquired -= 1
-        if entry.heap:
+        if entry.has_work():
             self._push_entry(entry)
         else:
             self._with_work -= 1
 
     def _enter(self, vs: VisitState) -> None:
         entry: WorkbenchEntry = vs.entry
-        if not entry.heap and not entry.acquired:
+        if not entry.has_work() and not entry.acquired:
             self._with_work += 1
         self._push_vs(entry, vs)
         if not entry.acquired:
@@ -267,10 +314,13 @@ class Workbench:
         entry: WorkbenchEntry = vs.entry
         entry.heap = [item for item in entry.heap if item[2] is not vs]
         heapq.heapify(entry.heap)
+        if entry.ranks.pop(vs, None) is not None:
+            entry.ripe = [item for item in entry.ripe if item[2] is not vs]
+            heapq.heapify(entry.ripe)
         vs.in_entry = False
         if not entry.acquired:
             entry.version += 1  # invalidate its workbench item; re-push if still non-empty
-            if entry.heap:
+            if entry.has_work():
                 self._push_entry(entry)
             else:
                 self._with_work -= 1

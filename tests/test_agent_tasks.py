@@ -1,10 +1,13 @@
-"""The agent's small parts on their own: the todo ring (first in first out, or best rank first) and the typed status."""
+"""The agent's small parts on their own: the todo ring (first in first out, or best rank first, behind the
+rank gate) and the typed status."""
 
 from __future__ import annotations
 
 import asyncio
 
 import orjson
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.stats import Counters
 from engine.status import AgentStatus
@@ -43,6 +46,71 @@ async def test_a_waiting_fetcher_gets_the_next_host_and_close_hands_back_the_res
     ring.put(host(8))
     assert [vs.id for vs in ring.close()] == [8, 9]
     assert await asyncio.wait_for(ring.wait_get(), 5) is None
+
+
+def test_the_rank_gate_holds_a_host_while_a_better_one_of_its_site_is_fetched() -> None:
+    ranks = {1: 1.0, 2: 3.0, 3: 1.0, 4: 2.0, 5: 9.0}
+    sites = {1: "s.test", 2: "s.test", 3: "s.test", 4: "s.test", 5: None}
+    ring = TodoRing(lambda vs: ranks[vs.id], lambda vs: sites[vs.id])
+    one = host(1)
+    ring.put(one)
+    assert ring.get_nowait() is one  # flying at rank 1
+    for n in (2, 3, 4, 5):
+        ring.put(host(n))
+    # 3 ties with the flight; 5 is of no site; 2 and 4 are held while rank 1 flies
+    assert [ring.get_nowait().id for _ in range(2)] == [3, 5]  # type: ignore[union-attr]
+    assert ring.get_nowait() is None
+    assert len(ring) == 2
+    ring.landed(one)
+    ring.reopen()
+    assert ring.get_nowait() is None  # host 3 (rank 1) still flies
+    three = host(3)
+    ring.put(three)  # the host fetched before comes back at rank 1 and flies beside the other
+    assert ring.get_nowait() is three
+
+
+def test_the_gate_lets_the_best_held_host_go_once_its_site_is_grounded_ranked_anew() -> None:
+    ranks = {1: 0.0, 2: 3.0, 3: 4.0, 4: 4.5}
+    ring = TodoRing(lambda vs: ranks[vs.id], lambda vs: "s.test")
+    one = host(1)
+    ring.put(one)
+    assert ring.get_nowait() is one
+    for n in (2, 3, 4):
+        ring.put(host(n))
+    ranks[2] = 5.0  # host 2's best URL lost score while it was held (Balance): 3 and 4 now come first
+    ring.landed(one)
+    ring.reopen()
+    first = ring.get_nowait()
+    assert first is not None and first.id == 3  # the best one goes, alone
+    assert ring.get_nowait() is None
+    ring.landed(first)
+    ring.reopen()
+    second = ring.get_nowait()
+    assert second is not None and second.id == 4
+    assert ring.get_nowait() is None
+    assert [vs.id for vs in ring.close()] == [2]
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1)), min_size=1, max_size=30))
+def test_one_fetch_at_a_time_a_gated_site_goes_in_rank_order(hosts: list[tuple[int, int]]) -> None:
+    """Fetched one at a time, whatever the order hosts became ready in, a site's hosts go best rank first."""
+    ranks = {n: float(rank) for n, (rank, _) in enumerate(hosts)}
+    ring = TodoRing(lambda vs: ranks[vs.id], lambda vs: "s.test")
+    first = host(0)
+    ring.put(first)
+    flying = ring.get_nowait()
+    assert flying is first
+    for n in range(1, len(hosts)):
+        ring.put(host(n))
+    order = []
+    while flying is not None:
+        ring.landed(flying)
+        ring.reopen()
+        flying = ring.get_nowait()
+        if flying is not None:
+            order.append(flying.id)
+    assert [ranks[n] for n in order] == sorted(ranks[n] for n in range(1, len(hosts)))
+    assert len(ring) == 0
 
 
 def test_a_status_survives_the_channel_and_adds_up() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from engine import cli, demo
@@ -15,6 +16,15 @@ def test_policy_and_model_flags_override_the_policy_table() -> None:
     assert args.policy == "best-first" and args.model == "models/m v1.bin"
     assignments = cli.overrides(args)
     assert 'policy.name="best-first"' in assignments and 'policy.model="models/m v1.bin"' in assignments
+
+
+def test_target_examples_come_from_repeated_flags_and_another_policy_refuses_them(tmp_path: Path) -> None:
+    urls = ["http://www.forum.test/t/1", 'http://www.forum.test/u/2?x="y"']
+    args = cli.build_parser().parse_args(["run", "--target-example", urls[0], "--target-example", urls[1]])
+    assert tomllib.loads(cli.overrides(args)[0].replace("policy.target_examples", "v", 1))["v"] == urls
+    proc = subprocess.run([sys.executable, "-m", "engine.cli", "run", "--target-example", urls[0]],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and "target_examples" in proc.stderr, proc.stderr
 
 
 def test_without_the_flags_the_policy_table_is_left_alone() -> None:

@@ -45,7 +45,7 @@ def test_learn_then_crawl_for_ucc_and_for_a_target(tmp_path: Path) -> None:
                if web.truth_of_url(p.final_url).type == "thread"]
     ucc = crawl_lab(tmp_path, "forum", "ucc", BUDGET, ["--policy", "source-ucc", "--model", str(model_dir)])
     target = crawl_lab(tmp_path, "forum", "target", BUDGET, [
-        "--policy", "source-target", "--model", str(model_dir), "--set", f'policy.target_example="{threads[0]}"'])
+        "--policy", "source-target", "--model", str(model_dir), "--target-example", threads[0]])
 
     for crawl in (bfs, ucc, target):  # AT-15
         requested = [(r.host, r.target) for r in crawl.records]

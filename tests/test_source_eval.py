@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import math
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from bench.source_eval import (
     TARGETS,
     checks,
     clustergraph_args,
-    example_page,
+    example_pages,
     harvest_curve,
     source_args,
     target_budget,
@@ -148,13 +147,16 @@ def test_target_budget_is_the_census_count_capped() -> None:
     assert target_budget(walk, "no_such_type") == 0
 
 
-def test_example_page_is_the_first_sample_page_of_the_type() -> None:
+def test_example_pages_are_drawn_from_the_sample_pages_of_the_type() -> None:
     web, walk = lab()
     sample = [SamplePage(n, url, url, {}, {}) for n, url in enumerate(walk.urls[:100])]
-    first_profile = urls_of_type("profile")[0]
-    assert first_profile in walk.urls[:100]
-    assert example_page(sample, web, "profile") == first_profile
-    assert example_page(sample[:1], web, "profile") is None
+    profiles = [url for url in walk.urls[:100] if url in set(urls_of_type("profile"))]
+    assert len(profiles) >= 4
+    three = example_pages(sample, web, "profile", 3)
+    assert len(set(three)) == 3 and set(three) <= set(profiles)
+    assert three == sorted(three, key=profiles.index) == example_pages(sample, web, "profile", 3)  # seeded
+    assert example_pages(sample, web, "profile", 1000) == profiles
+    assert example_pages(sample[:1], web, "profile") == []
 
 
 def test_every_site_has_a_detail_and_a_profile_target() -> None:
@@ -168,11 +170,9 @@ def test_every_site_has_a_detail_and_a_profile_target() -> None:
 def test_policy_arguments_of_source_and_the_cluster_graph() -> None:
     model = Path("/m")
     assert source_args(model) == ["--policy", "source-ucc", "--model", "/m"]
-    url = 'http://www.forum.test:4000/t/1/a"b?page=2'
-    args = source_args(model, url)
-    assert args[:4] == ["--policy", "source-target", "--model", "/m"] and args[4] == "--set"
-    key, _, value = args[5].partition("=")
-    assert key == "policy.target_example" and tomllib.loads(f"v = {value}")["v"] == url
+    urls = ['http://www.forum.test:4000/t/1/a"b?page=2', "http://www.forum.test:4000/t/2"]
+    assert source_args(model, urls) == ["--policy", "source-target", "--model", "/m",
+                                        "--target-example", urls[0], "--target-example", urls[1]]
     assert clustergraph_args(model) == ["--policy", "clustergraph", "--model", "/m", "--set", 'policy.order="gd"']
 
 
@@ -209,5 +209,6 @@ def test_checks_fail_on_a_low_vr_or_a_recall_below_bfs() -> None:
 
 def test_the_plot_draws_every_task(tmp_path: Path) -> None:
     path = tmp_path / "source_eval.png"
-    source_eval({"sites": [site_result(), {**site_result(), "label": "blog", "target": {}}]}, path)
+    targets_only = {key: value for key, value in site_result().items() if key != "ucc"}
+    source_eval({"sites": [site_result(), {**site_result(), "label": "blog", "target": {}}, targets_only]}, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

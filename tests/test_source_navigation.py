@@ -351,6 +351,17 @@ def test_at13_link_scores_and_their_whole_order() -> None:
             assert scores[key] == pytest.approx(value, abs=1e-4), key
 
 
+def test_several_targets_are_the_union_of_their_clusters() -> None:
+    """A27: each example's cluster is a target (authority 1); hubs lead to any of them."""
+    both = target_hits(AT10_A, C1, C2)
+    assert both.authority.tolist() == [0, 1, 1, 0, 0]
+    into = AT10_A[:, C1] + AT10_A[:, C2]  # 20, 21, 6, 0, 0
+    assert both.hub == pytest.approx(into / into.sum())
+    assert target_hits(AT10_A, C1, C1).hub == pytest.approx(target_hits(AT10_A, C1).hub)
+    with pytest.raises(ValueError, match="at least one"):
+        target_hits(AT10_A)
+
+
 def test_the_target_must_be_a_real_cluster() -> None:
     with pytest.raises(ValueError, match="outliers"):
         target_hits(AT10_A, O)

@@ -162,9 +162,9 @@ def test_a_redirect_target_goes_first_and_non_html_is_not_classified(model_dir: 
 
 
 def test_the_target_policy_goes_for_its_example_s_cluster(model_dir: Path) -> None:
-    policy = SourceTarget(SourceTarget.Options(target_example=f"{SITE}/u/2"), model_dir)
+    policy = SourceTarget(SourceTarget.Options(target_examples=[f"{SITE}/u/2"]), model_dir)
     model = Model.load(model_dir)
-    assert policy.target == label(model, f"{SITE}/u/2")
+    assert policy.targets == [label(model, f"{SITE}/u/2")]
     page = fetched(f"{SITE}/t/5")
     policy.on_fetched(page, 0.0)
     rank = {url: policy.lane_rank("h", policy.priority(url, page.url, None)) for url in page.links}
@@ -172,11 +172,22 @@ def test_the_target_policy_goes_for_its_example_s_cluster(model_dir: Path) -> No
     assert rank[f"{SITE}/help/a"] == max(rank.values()) or rank[f"{SITE}/login?r=5-0"] == max(rank.values())
 
 
+def test_several_target_examples_aim_at_the_union_of_their_clusters(model_dir: Path) -> None:
+    model = Model.load(model_dir)
+    examples = [f"{SITE}/u/2", f"{SITE}/t/3", f"{SITE}/u/4"]
+    policy = SourceTarget(SourceTarget.Options(target_examples=examples), model_dir)
+    assert policy.targets == sorted({label(model, url) for url in examples})
+    assert len(policy.targets) == 2
+    scores = policy.cluster_scores()
+    assert all(scores[t] >= 0.8 for t in policy.targets)  # Info of a target = 0.8 + 0.2·hub
+    assert sorted(scores)[-3] < 0.8
+
+
 def test_the_target_example_must_be_a_page_of_the_sample(model_dir: Path) -> None:
-    with pytest.raises(PolicyError, match="target_example") as caught:
-        SourceTarget(SourceTarget.Options(target_example=f"{SITE}/u/99"), model_dir)
-    assert f"{SITE}/" in str(caught.value)  # it names pages that would do
-    with pytest.raises(PolicyError, match="target_example"):
+    with pytest.raises(PolicyError, match="target_examples") as caught:
+        SourceTarget(SourceTarget.Options(target_examples=[f"{SITE}/u/2", f"{SITE}/u/99"]), model_dir)
+    assert f"{SITE}/u/99 is not a page" in str(caught.value) and f"{SITE}/" in str(caught.value).split("e.g.")[1]
+    with pytest.raises(PolicyError, match="target_examples"):
         SourceTarget.Options()
     with pytest.raises(PolicyError, match="model"):
         SourceUcc(SourceUcc.Options(), None)

@@ -1,5 +1,6 @@
 """Politeness invariants of the workbench under random operation sequences (hypothesis), hosts moving
-between IPs (an expired DNS answer re-resolved to another address) included."""
+between IPs (an expired DNS answer re-resolved to another address) included; ranked, the host an IP
+hands out is the best-ranked of its hosts polite now, ranks changing as the crawl goes."""
 
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ HOST_DELAY = 2.0
 
 
 class WorkbenchMachine(RuleBasedStateMachine):
+    ranked = False
+
     def __init__(self) -> None:
         super().__init__()
-        self.wb = Workbench(IP_DELAY)
+        self.rank: dict[int, float] = {}
+        self.wb = Workbench(IP_DELAY, (lambda vs: self.rank[vs.id]) if self.ranked else None)
         self.now = 0.0
         self.hosts: list[VisitState] = []
         self.expected: dict[int, deque[bytes]] = {}
@@ -33,9 +37,10 @@ class WorkbenchMachine(RuleBasedStateMachine):
 
     @rule(ip=st.integers(0, 3))
     def add_host(self, ip: int) -> None:
-        vs = VisitState(len(self.hosts) + 1, f"http://h{len(self.hosts)}.test", HOST_DELAY)
+        vs = VisitState(len(self.hosts) + 1, f"http://h{len(self.hosts)}.test", HOST_DELAY, ranked=self.ranked)
         vs.transition("resolve")
         self.hosts.append(vs)
+        self.rank[vs.id] = 0.0
         self.expected[vs.id] = deque()
         self.due[vs.id] = deque()
         self.wb.attach(vs, f"10.0.0.{ip}")
@@ -43,10 +48,15 @@ class WorkbenchMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.hosts)
     @rule(data=st.data())
     def push(self, data: st.DataObject) -> None:
-        vs = data.draw(st.sampled_from(self.hosts))
+        self._push(data.draw(st.sampled_from(self.hosts)))
+
+    def _push(self, vs: VisitState) -> None:
         self.counter += 1
         item = f"/p{self.counter}".encode()
-        self.wb.push_url(vs, item)
+        if self.ranked:
+            self.wb.push_lane(vs, item, 0)
+        else:
+            self.wb.push_url(vs, item)
         self.expected[vs.id].append(item)
 
     @precondition(lambda self: self.hosts)
@@ -64,15 +74,18 @@ class WorkbenchMachine(RuleBasedStateMachine):
 
     @rule()
     def acquire(self) -> None:
-        vs = self.wb.acquire(self.now)
         ready = [
             h for h in self.hosts
             if h.phase is Phase.READY and h.has_work and not h.entry.acquired
             and h.next_fetch <= self.now and h.entry.next_fetch <= self.now
         ]
+        vs = self.wb.acquire(self.now)
         if vs is None:
             assert not ready, "a host was fetchable but acquire returned nothing"
             return
+        if self.ranked:
+            best = min(self.rank[h.id] for h in ready if h.ip == vs.ip)
+            assert self.rank[vs.id] == best, "not the best-ranked host polite now on its IP"
         assert vs.phase is Phase.ACQUIRED
         assert self.now >= self.last_end_host.get(vs.id, -1e9) + HOST_DELAY - 1e-9
         assert self.now >= self.last_end_ip.get(vs.ip, -1e9) + IP_DELAY - 1e-9
@@ -81,7 +94,7 @@ class WorkbenchMachine(RuleBasedStateMachine):
             assert self.wb.pop_due(vs) == self.due[vs.id].popleft(), "due revisits are not first, in order"
         else:
             assert not self.due[vs.id]
-            item = self.wb.pop_url(vs)
+            item = self.wb.pop_lane(vs, 0) if self.ranked else self.wb.pop_url(vs)
             assert item == self.expected[vs.id].popleft(), "per-host order is not FIFO"
         self.acquired.append(vs)
 
@@ -125,7 +138,11 @@ class WorkbenchMachine(RuleBasedStateMachine):
             if h.phase is Phase.READY and h.has_work and not h.entry.acquired
         ]
         deadline = self.wb.next_deadline()
-        assert deadline == (min(candidates) if candidates else None)
+        if self.ranked and candidates and min(candidates) <= self.now:
+            # hosts polite already wait by rank: the deadline only says "now"
+            assert deadline is not None and deadline <= self.now
+        else:
+            assert deadline == (min(candidates) if candidates else None)
 
     @invariant()
     def statistics_agree_with_a_recount(self) -> None:
@@ -156,6 +173,31 @@ TestWorkbench = WorkbenchMachine.TestCase
 TestWorkbench.settings = settings(max_examples=200, stateful_step_count=60, deadline=None)
 
 
+class RankedWorkbenchMachine(WorkbenchMachine):
+    """Ranks only get worse while a host waits (Balance lowers the score of what was harvested);
+    the workbench ranks a host when it becomes polite and again as it leaves."""
+
+    ranked = True
+
+    @precondition(lambda self: self.hosts)
+    @rule(data=st.data(), by=st.sampled_from([0.0, 0.5, 1.0, 3.0]))
+    def worsen(self, data: st.DataObject, by: float) -> None:
+        vs = data.draw(st.sampled_from(self.hosts))
+        self.rank[vs.id] += by
+
+    @precondition(lambda self: self.hosts)
+    @rule(data=st.data(), by=st.sampled_from([0.5, 2.0, 10.0]))
+    def better_url(self, data: st.DataObject, by: float) -> None:
+        """A URL better than any the host holds arrives (or a revisit comes due): it moves up at once."""
+        vs = data.draw(st.sampled_from(self.hosts))
+        self.rank[vs.id] -= by
+        self._push(vs)
+
+
+TestRankedWorkbench = RankedWorkbenchMachine.TestCase
+TestRankedWorkbench.settings = settings(max_examples=200, stateful_step_count=60, deadline=None)
+
+
 def test_path_queue_round_trips_items_of_every_length() -> None:
     q = PathQueue()
     items = [b"x" * n for n in (0, 1, 127, 128, 300, 20000)] * 50
@@ -174,3 +216,22 @@ def test_illegal_transition_raises() -> None:
         assert "acquire" in str(e)
     else:
         raise AssertionError("NEW → acquire must be illegal")
+
+
+def test_ranked_an_ip_hands_out_its_best_polite_host_ranked_again_as_it_leaves() -> None:
+    rank = {1: 1.0, 2: 2.0, 3: 3.0}
+    wb = Workbench(0.0, lambda vs: rank[vs.id])
+    hosts = [VisitState(n, f"http://h{n}.test", 0.0) for n in (3, 1, 2)]
+    for vs in hosts:
+        vs.transition("resolve")
+        wb.attach(vs, "10.0.0.1")
+        wb.push_url(vs, b"/")
+        wb.push_url(vs, b"/more")
+    first = wb.acquire(0.0)
+    assert first is not None and first.id == 1  # not h3, polite as early and attached first
+    wb.pop_url(first)
+    wb.release(first, 1.0)
+    rank[1], rank[2] = 10.0, 5.0  # h2 got worse while it waited behind h1: h3 goes before it
+    assert [vs.id for vs in hosts if vs.in_entry] == [3, 1, 2]
+    second = wb.acquire(1.0)
+    assert second is not None and second.id == 3

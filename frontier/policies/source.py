@@ -7,12 +7,15 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
   over A (α 0.5, diagonal zeroed), Balance = 1 − the share of harvested pages in C, which
   changes as the crawl goes; options ``info``, ``dsim``, ``balance`` switch a factor off
   (Table 5's ablations).
-* ``source-target`` (crawling-for-target, §3.3), with ``target_example`` (``--set
-  policy.target_example=URL``): a page of the training sample of the wanted type; its cluster
-  t is the target, authority = the indicator of t, hub ∝ A[:, t], Info = 0.8·a + 0.2·h,
-  Score(C) = Info. An example that is not a page of the sample is refused (the model knows
-  the layout of no other page: pick one among the report's sample URLs); one that DBSCAN
-  left an outlier is classified among the clustered pages (A27).
+* ``source-target`` (crawling-for-target, §3.3), with ``target_examples`` (``crawl run
+  --target-example URL``, repeatable): pages of the training sample of the wanted type; the
+  cluster t of the paper's one example is the target, authority = the indicator of t,
+  hub ∝ A[:, t], Info = 0.8·a + 0.2·h, Score(C) = Info. Several examples make the union of
+  their clusters the target (A27: a type whose pages come in several layouts, such as A/B
+  templates or a template per user, spreads over several clusters). An example that is not
+  a page of the sample is refused (the model knows the layout of no other page: pick one
+  among the report's sample URLs); one that DBSCAN left an outlier is classified among the
+  clustered pages (A27).
 
 Nothing is filtered: every link the crawl meets is queued, its score only decides when
 (§2.12, AT-16). Ranking, through the policy seam's lanes: each (cluster, Apath) row of the
@@ -20,9 +23,12 @@ navigation table is a lane (2 + its row index); lane 0 holds the seeds and redir
 (the page already chosen: first), lane 1 the links under a key with no row (score 0, A11).
 ``lane_rank`` is −Score(u) of the lane's key (eq. 12) under the current cluster scores, so
 the frontier takes the best-scored URL of each host, and the host whose best is best among
-those polite now: the order holds across a site's hosts (a blog's user subdomains), not
-only within one. Balance is re-applied at every choice, as the digest's per-key buckets do
-(§3.5); within a lane, URLs keep their discovery order (FIFO among ties).
+those polite now (on one IP, the workbench's ranked choice; across IPs, the todo ring);
+``site_of`` puts the model's site (its hosts and subdomains) behind the engine's rank gate,
+so no host of the site is fetched while a better-scored one is: the order holds across a
+site's hosts (a blog's user subdomains), not only within one. Balance is re-applied at
+every choice, as the digest's per-key buckets do (§3.5); within a lane, URLs keep their
+discovery order (FIFO among ties).
 
 Each fetched 200 HTML page is classified once (``on_fetched``: its Xpath bag, kNN over the
 training pages; a page of an unseen layout is assigned to its nearest cluster or to O, never
@@ -39,7 +45,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,7 +54,7 @@ import orjson
 
 from frontier.page import FetchedPage, LinkContext
 from frontier.policy import CrawlPolicy, PolicyError, Revisit
-from frontier.urls import canonicalize
+from frontier.urls import canonicalize, host_of
 
 if TYPE_CHECKING:  # imported when a model is loaded: looking up any policy imports this module
     from frontier.source.model import Model
@@ -131,6 +137,11 @@ class _Source(CrawlPolicy):
             return -np.inf
         return -self._lane_score(lane, self._scores())
 
+    def site_of(self, scheme_authority: str) -> str | None:
+        from frontier.source.features import in_site
+
+        return self.site_model.site if in_site(host_of(scheme_authority), self.site_model.site) else None
+
     def counters(self) -> Mapping[str, Mapping[str, int]]:
         from frontier.source.navigation import label_of
         from frontier.source.report import cluster_name
@@ -187,13 +198,13 @@ class SourceTarget(_Source):
 
     @dataclass(frozen=True, slots=True)
     class Options:
-        target_example: str = ""  # a page of the training sample of the wanted type
+        target_examples: list[str] = field(default_factory=list)  # pages of the training sample of the wanted type
         alpha: float = 0.8
 
         def __post_init__(self) -> None:
-            if not self.target_example:
-                raise PolicyError("target_example", "source-target needs an example page of the wanted type "
-                                                    "(--set policy.target_example=URL, a URL of the training sample)")
+            if not self.target_examples:
+                raise PolicyError("target_examples", "source-target needs an example page of the wanted type "
+                                                     "(--target-example URL, a URL of the training sample)")
             if not 0 <= self.alpha <= 1:
                 raise PolicyError("alpha", f"expected a number in [0, 1], got {self.alpha}")
 
@@ -201,14 +212,16 @@ class SourceTarget(_Source):
         super().__init__(options, model)
         from frontier.source.scores import target_cluster_scores, target_hits
 
-        example = canonicalize(options.target_example) or options.target_example
-        target = self.site_model.label_of(example, outliers=False)
-        if target is None:
-            samples = [url for c in self.site_model.clusters if c.label >= 0 for url in c.samples[:1]]
-            raise PolicyError("target_example", f"{options.target_example} is not a page of the model's training "
-                                                f"sample; use one of its pages, e.g. {', '.join(samples[:5])}")
-        self.target = target
-        info = target_hits(self.site_model.table.adjacency(), target).info(options.alpha)
+        targets = []
+        for url in options.target_examples:
+            target = self.site_model.label_of(canonicalize(url) or url, outliers=False)
+            if target is None:
+                samples = [url for c in self.site_model.clusters if c.label >= 0 for url in c.samples[:1]]
+                raise PolicyError("target_examples", f"{url} is not a page of the model's training sample; "
+                                                     f"use one of its pages, e.g. {', '.join(samples[:5])}")
+            targets.append(target)
+        self.targets = sorted(set(targets))
+        info = target_hits(self.site_model.table.adjacency(), *self.targets).info(options.alpha)
         self._fixed = target_cluster_scores(info)
 
     def cluster_scores(self) -> np.ndarray:

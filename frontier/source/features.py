@@ -122,6 +122,11 @@ def _within(host: str, home: str) -> bool:
     return host == home or host.endswith("." + home)
 
 
+def in_site(host: str, site: str) -> bool:
+    """Whether ``host`` is ``site`` or one of its subdomains (``www.`` aside on both)."""
+    return _within(host, _without_www(site))
+
+
 def _is_page(url: str) -> bool:
     """False for a link whose last path segment has an extension of :data:`NON_HTML_EXTENSIONS`."""
     segment = split(url)[1].partition("?")[0].rpartition("/")[2]

@@ -83,15 +83,19 @@ def hits(adjacency: npt.ArrayLike, drop_self_loops: bool = True, iterations: int
     return Hits(authority, hub)
 
 
-def target_hits(adjacency: npt.ArrayLike, target: int) -> Hits:
-    """Crawling-for-target's HITS: authority fixed to the indicator of cluster ``target``, hub ∝ A[:, target]."""
+def target_hits(adjacency: npt.ArrayLike, *targets: int) -> Hits:
+    """Crawling-for-target's HITS: authority fixed to the indicator of the ``targets`` clusters, hub ∝ the
+    sum of their columns of A. Several targets are the union of the clusters of several example pages
+    (A27: a type spread over layouts); each is a target as a single one would be."""
     matrix = _square(adjacency)
-    if target == OUTLIER:
+    if not targets:
+        raise ValueError("at least one target cluster is needed")
+    if OUTLIER in targets:
         raise ValueError("the target must be a cluster, not the outliers (A27)")
-    column = index_of(target, matrix.shape[0] - 1)
+    columns = sorted({index_of(target, matrix.shape[0] - 1) for target in targets})
     authority = np.zeros(matrix.shape[0])
-    authority[column] = 1.0
-    return Hits(authority, _l1(matrix[:, column].copy()))
+    authority[columns] = 1.0
+    return Hits(authority, _l1(matrix[:, columns].sum(axis=1)))
 
 
 @dataclass(frozen=True)
