@@ -125,12 +125,14 @@ class TodoRing:
         as they leave (one that got worse goes back behind the next). Called after the filler
         has put back the hosts polite now, so that a host whose fetch just landed competes with
         those it held back."""
-        while self._landed:
+        rank_of = self._rank
+        while self._landed:  # only a gated ring, hence a ranked one, has landings
+            assert rank_of is not None
             site = self._landed.pop()
             held = self._held.get(site)
             while held:
-                rank, seq, vs = heapq.heappop(held)
-                now_rank = self._rank(vs) if self._rank is not None else rank
+                _, seq, vs = heapq.heappop(held)
+                now_rank = rank_of(vs)
                 if self._blocked(site, now_rank):
                     heapq.heappush(held, (now_rank, seq, vs))
                     break

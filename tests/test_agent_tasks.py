@@ -91,26 +91,49 @@ def test_the_gate_lets_the_best_held_host_go_once_its_site_is_grounded_ranked_an
     assert [vs.id for vs in ring.close()] == [2]
 
 
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1)), min_size=1, max_size=30))
-def test_one_fetch_at_a_time_a_gated_site_goes_in_rank_order(hosts: list[tuple[int, int]]) -> None:
-    """Fetched one at a time, whatever the order hosts became ready in, a site's hosts go best rank first."""
-    ranks = {n: float(rank) for n, (rank, _) in enumerate(hosts)}
-    ring = TodoRing(lambda vs: ranks[vs.id], lambda vs: "s.test")
-    first = host(0)
-    ring.put(first)
-    flying = ring.get_nowait()
-    assert flying is first
-    for n in range(1, len(hosts)):
-        ring.put(host(n))
-    order = []
-    while flying is not None:
-        ring.landed(flying)
-        ring.reopen()
-        flying = ring.get_nowait()
-        if flying is not None:
-            order.append(flying.id)
-    assert [ranks[n] for n in order] == sorted(ranks[n] for n in range(1, len(hosts)))
-    assert len(ring) == 0
+OPERATIONS = st.lists(st.one_of(
+    st.tuples(st.just("put"), st.integers(0, 3), st.sampled_from(["a.test", "b.test", None])),
+    st.tuples(st.just("get"), st.just(0), st.just(None)),
+    st.tuples(st.just("land"), st.integers(0, 10), st.just(None)),
+), max_size=40)
+
+
+@given(OPERATIONS)
+def test_no_host_flies_while_a_better_one_of_its_site_does_and_none_is_lost(operations: list[tuple[str, int, str | None]]) -> None:
+    """Hosts become ready, are taken and land in any order: a host handed out never ranks worse
+    than a host of its site in flight, and once everything has landed every host has come out once."""
+    ranks: dict[int, float] = {}
+    sites: dict[int, str | None] = {}
+    ring = TodoRing(lambda vs: ranks[vs.id], lambda vs: sites[vs.id])
+    flying: list[VisitState] = []
+    out: list[int] = []
+
+    def take(vs: VisitState | None) -> None:
+        if vs is None:
+            return
+        site = sites[vs.id]
+        if site is not None:
+            assert all(ranks[vs.id] <= ranks[f.id] for f in flying if sites[f.id] == site), "the gate let a worse host by"
+        flying.append(vs)
+        out.append(vs.id)
+
+    for op, value, site in operations:
+        if op == "put":
+            n = len(ranks)
+            ranks[n], sites[n] = float(value), site
+            ring.put(host(n))
+        elif op == "get":
+            take(ring.get_nowait())
+        elif flying:
+            ring.landed(flying.pop(value % len(flying)))
+            ring.reopen()
+    for _ in range(2 * len(ranks) + 1):  # each round lands a host or takes one: a stuck ring ends the loop
+        if flying:
+            ring.landed(flying.pop())
+            ring.reopen()
+        take(ring.get_nowait())
+    assert sorted(out) == sorted(ranks), "a host was held and never let through"
+    assert not flying and len(ring) == 0
 
 
 def test_a_status_survives_the_channel_and_adds_up() -> None:
