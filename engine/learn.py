@@ -18,7 +18,7 @@ itself is pure code in ``frontier/clustergraph/``. A learn run:
    A URL robots.txt disallows is not downloaded: the sampler is told it failed (it stays in V)
    and the sample has no record of it.
 4. **Training**: ``MODEL_DIR/sample.jsonl`` (one ``SampleRecord`` per page the sampler drew and
-   fetched, in draw order, written as they come, so an interrupted run leaves a sample to
+   fetched, with its text blocks for rule T (``frontier/clustergraph/thin.py``), in draw order, written as they come, so an interrupted run leaves a sample to
    train from), ``MODEL_DIR/sampling.json`` (K̄, ξ and the counters), then
    ``train`` → ``Model.save``: ``model.json``, ``report.md``, ``graph.svg``.
 
@@ -48,6 +48,7 @@ from engine.config import Config, ConfigError
 from engine.learn_fetch import Page, SiteClient
 from frontier.clustergraph.model import Model, Params
 from frontier.clustergraph.sampler import Sampler, xi_for
+from frontier.clustergraph.thin import Blocks, text_blocks
 from frontier.clustergraph.train import SampleRecord, read_sample, train
 from frontier.clustergraph.urls import in_scope
 from frontier.learned_params import LearnedParams
@@ -209,7 +210,7 @@ async def sample_site(client: SiteClient, seeds: Sequence[str], params: Params, 
                 done.disallowed += 1
                 sampler.record(url, None)
                 continue
-            record = SampleRecord(len(done.records), url, page.final_url, page.status, page.outlinks)
+            record = SampleRecord(len(done.records), url, page.final_url, page.status, page.outlinks, _blocks(page))
             done.failed += record.failed
             sampler.record(url, None if record.failed else record.outlinks)
             done.records.append(record)
@@ -217,6 +218,13 @@ async def sample_site(client: SiteClient, seeds: Sequence[str], params: Params, 
     done.downloads, done.robots_fetches = client.downloads, client.robots_fetches
     done.withdrawn, done.reseeds, done.errors = sampler.withdrawn, sampler.reseeds, dict(client.errors)
     return done
+
+
+def _blocks(page: Page) -> Blocks | None:
+    """The page's text for rule T: read from a 200 HTML page, none of its own for a redirect."""
+    if page.document is not None:
+        return text_blocks(page.document)
+    return () if 300 <= page.status < 400 else None
 
 
 # -- the command -------------------------------------------------------------------------------
@@ -270,7 +278,7 @@ async def _crawl(inputs: _Inputs, max_pages: int, sample_path: Path) -> Sampled:
         sampling = await sample_site(client, inputs.seeds, inputs.params, max_pages, keep)
         return sampling.records, sampling.figures()
 
-    return await sampling_crawl(inputs, max_pages, sample_path, sample)
+    return await sampling_crawl(inputs, max_pages, sample_path, sample, documents=True)
 
 
 def _train(records: list[Any], inputs: _Inputs, figures: dict[str, Any] | None, seconds: float, out: Path) -> str:

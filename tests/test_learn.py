@@ -238,6 +238,9 @@ def test_the_sample_holds_the_drawn_pages_in_order(learned: Learned) -> None:
         assert len(set(r.outlinks)) == len(r.outlinks)
         if r.status in (301, 302):
             assert r.final_url != r.url and r.outlinks in ((), (r.final_url,))
+            assert r.blocks == (), "a redirect has no text of its own"
+        elif r.status == 200:
+            assert r.blocks and all(words > 0 for _, words in r.blocks), "a page's text is kept for rule T"
 
 
 def test_the_model_files_and_the_summary(learned: Learned) -> None:

@@ -66,6 +66,12 @@ class Params(LearnedParams):
     views: bool = True
     """Rule V (not the paper's; off in literal mode): delete clusters whose URLs are another cluster's pages
     with word parameters added (sort orders, views, tracking, actions): ``frontier/clustergraph/variants.py``."""
+    thin_words: float = 10.0
+    """Rule T (not the paper's; off in literal mode and at 0): delete leaf clusters whose sampled pages have
+    a median of fewer than this many words of their own (forms and action pages):
+    ``frontier/clustergraph/thin.py``."""
+    thin_pages: int = 4
+    """…judging only clusters with at least this many sampled pages whose text was read."""
     literal_numbers: bool = False
     """A frequent all-digit token may stay literal (the paper: ``?page=2`` is then a cluster of its own);
     off: numbers are data, always ``$``. Literal mode implies it."""
@@ -93,7 +99,8 @@ class Params(LearnedParams):
             "bins": self.bins >= 1, "min_support": self.min_support >= 1, "delta": 0 <= self.delta < 1,
             "tau": 0 <= self.tau < 1, "header_guard": self.header_guard >= 0,
             "edge_universe": self.edge_universe in ("all", "sampled"), "combination_budget": self.combination_budget >= 0,
-            "max_itemset": self.max_itemset >= 1, "xi": 0 <= self.xi <= 1, "alpha": self.alpha >= 0,
+            "max_itemset": self.max_itemset >= 1,
+            "thin_words": self.thin_words >= 0, "thin_pages": self.thin_pages >= 1, "xi": 0 <= self.xi <= 1, "alpha": self.alpha >= 0,
             "pilot_pages": self.pilot_pages >= 0, "batch": 1 <= self.batch <= 8,
         }
         self.require(checks)
@@ -108,7 +115,7 @@ class ClusterInfo:
     samples: tuple[str, ...]
     status: str
     """``kept``, or the deletion reason: small_pattern, header_footer, uninformative, duplicate_content,
-    parameter_variant."""
+    parameter_variant, thin_content."""
     note: str = ""
 
 

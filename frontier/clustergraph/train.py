@@ -31,6 +31,7 @@ from frontier.clustergraph.graph import ClusterGraph, build_graph
 from frontier.clustergraph.model import KEPT, ClusterInfo, EdgeInfo, Model, Params
 from frontier.clustergraph.patterns import Itemsets, Mapper, pattern_of, remove_small
 from frontier.clustergraph.pruning import SMALL_PATTERN, Pruning, prune, reachable
+from frontier.clustergraph.thin import Blocks, thin_clusters
 from frontier.clustergraph.urls import normalise
 from frontier.clustergraph.variants import parameter_variants
 
@@ -51,6 +52,9 @@ class SampleRecord:
     final_url: str
     status: int
     outlinks: tuple[str, ...]
+    blocks: Blocks | None = None
+    """The page's text (:func:`~frontier.clustergraph.thin.text_blocks`; empty for a redirect), None
+    where it was not read (not HTML, or a sample from before rule T)."""
 
     @property
     def failed(self) -> bool:
@@ -63,14 +67,19 @@ class SampleRecord:
         return self.final_url if 200 <= self.status < 300 else self.url
 
     def to_json(self) -> str:
-        return json.dumps({"seq": self.seq, "url": self.url, "final_url": self.final_url, "status": self.status,
-                           "outlinks": list(self.outlinks)}, ensure_ascii=False)
+        data: dict[str, object] = {"seq": self.seq, "url": self.url, "final_url": self.final_url,
+                                   "status": self.status, "outlinks": list(self.outlinks)}
+        if self.blocks is not None:
+            data["blocks"] = [list(block) for block in self.blocks]
+        return json.dumps(data, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, line: str) -> SampleRecord:
         data = json.loads(line)
+        blocks = data.get("blocks")
         return cls(int(data["seq"]), str(data["url"]), str(data["final_url"]), int(data["status"]),
-                   tuple(str(link) for link in data["outlinks"]))
+                   tuple(str(link) for link in data["outlinks"]),
+                   None if blocks is None else tuple((int(h), int(words)) for h, words in blocks))
 
 
 def write_sample(path: str | Path, records: Iterable[SampleRecord]) -> None:
@@ -124,8 +133,10 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
 
     graph = build_graph(pages.items(), cluster_of, sampled_only=params.edge_universe == "sampled")
     views = parameter_variants(_members(pages, cluster_of), cluster_of) if params.views and not params.literal else {}
+    thin = ({} if params.literal or params.thin_words <= 0
+            else thin_clusters(_texts(sample), cluster_of, params.thin_pages, params.thin_words))
     pruning = prune(graph, tau=params.tau, budget=params.combination_budget,
-                    guard=None if params.literal else params.header_guard, sigmas=params.u_sigmas, views=views,
+                    guard=None if params.literal else params.header_guard, sigmas=params.u_sigmas, views=views, thin=thin,
                     listing_cov=0.0 if params.literal else params.listing_cov,
                     listing_fan_out=0.0 if params.literal else params.listing_fan_out)
     seed_clusters, unreachable = _reachability(seeds, pages, cluster_of, pruning)
@@ -145,6 +156,15 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
         measures={"clusters": len(graph.sizes), "edges": len(graph.edges),
                   "surviving_clusters": len(pruning.survivors), "surviving_edges": len(pruning.final_edges)},
     )
+
+
+def _texts(sample: Iterable[SampleRecord]) -> dict[str, Blocks]:
+    """Each sampled page's text where it was read (its first record, in ``seq`` order)."""
+    texts: dict[str, Blocks] = {}
+    for record in sorted(sample, key=lambda r: (r.seq, r.url)):
+        if not record.failed and record.blocks is not None:
+            texts.setdefault(normalise(record.page), record.blocks)
+    return texts
 
 
 def _members(pages: Mapping[str, set[str]], cluster_of: Callable[[str], str | None]) -> dict[str, set[str]]:
