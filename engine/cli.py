@@ -1,5 +1,5 @@
-"""The ``crawl`` command: ``crawl run`` crawls, ``crawl learn`` trains a policy's model, ``crawl invitro``
-serves the in-vitro web.
+"""The ``crawl`` command: ``crawl run`` crawls, ``crawl learn`` trains a policy's model, ``crawl rank``
+ranks a crawl's hosts (``engine/rank_cli.py``), ``crawl invitro`` serves the in-vitro web.
 
 The composition root: it reads the command line and crawl.toml into a
 :class:`~engine.config.Config` and hands it to the supervisor (``engine/supervisor.py``).
@@ -26,6 +26,28 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"crawl: error: {message}\n")
         raise SystemExit(2)
+
+
+def alpha_value(text: str) -> float:
+    """``--alpha``: the damping factor, strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"the damping factor must be a number strictly between 0 and 1, not {text!r}")
+    return value
+
+
+def top_value(text: str) -> int:
+    """``--top``: how many nodes to show, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number of nodes, 0 or more, not {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--from-sample", type=Path, metavar="FILE", help="retrain from a saved sample.jsonl, offline")
     learn.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="a model parameter (tau=0.5), or a crawl.toml key (politeness.host_delay=1)")
+    rank = commands.add_parser("rank", help="PageRank, CheiRank and 2DRank of a crawl's host (or page) graph")
+    rank.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="a crawl's output folder (or its warc/ folder)")
+    rank.add_argument("--graph", choices=["host", "page"], default="host",
+                      help="rank hosts (a → b if a page of a links to a page of b; default) or pages")
+    rank.add_argument("--alpha", type=alpha_value, default=0.85, help="damping factor α (default 0.85)")
+    rank.add_argument("--top", type=top_value, default=0, metavar="N",
+                      help="print the top N nodes by PageRank, CheiRank and 2DRank")
+    rank.add_argument("--out", metavar="FILE.csv",
+                      help="where the CSV goes (default OUT_DIR/rank-host.csv or rank-page.csv; - for stdout)")
+    rank.add_argument("--plot", type=Path, metavar="FILE.svg", help="write the (K, K*) density plot as SVG")
     invitro = commands.add_parser("invitro", help="serve the in-vitro web and its DNS on loopback", add_help=False)
     invitro.add_argument("args", nargs=argparse.REMAINDER)
     return parser
@@ -154,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         from engine.warc_cli import main as warc_main
         return warc_main(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command == "rank":
+        from engine.rank_cli import rank_crawl
+
+        return rank_crawl(args)
     return learn(args) if args.command == "learn" else run(args)
 
 

@@ -154,3 +154,12 @@ def test_clustergraph_filter_times_the_filter_beside_the_dup_check(tmp_path: Pat
     urls, sources = stream(links, "blog.test", 200, off_share=0.1)
     assert len(set(urls)) == 200 and set(links) <= set(urls) and set(sources) <= {"http://www.blog.test/", None}
     assert all(url.startswith("http://") and ".blog.test/" in url for url in urls)
+
+
+def test_rank_benchmark_reports_its_figures(tmp_path: Path) -> None:
+    out = tmp_path / "rank.json"
+    run_benchmark("bench.rank_bench", "--sizes", "3000", "--runs", "1", "--json", str(out), "--plot", str(tmp_path / "kk.svg"))
+    (size,) = orjson.loads(out.read_bytes())["sizes"]
+    assert size["converged"] and size["edges"] > 2 * size["nodes"] and size["nx_pagerank_s"] > 0
+    assert size["nx_max_abs_difference"] < 1e-12 and size["step_speedup"] > 0
+    assert (tmp_path / "kk.svg").read_text().startswith("<svg")
