@@ -18,7 +18,8 @@ itself is pure code in ``frontier/clustergraph/``. A learn run:
    A URL robots.txt disallows is not downloaded: the sampler is told it failed (it stays in V)
    and the sample has no record of it.
 4. **Training**: ``MODEL_DIR/sample.jsonl`` (one ``SampleRecord`` per page the sampler drew and
-   fetched, with its text blocks for rule T (``frontier/clustergraph/thin.py``), in draw order, written as they come, so an interrupted run leaves a sample to
+   fetched, with its text blocks and media type for rules T and F (``frontier/clustergraph/thin.py``,
+   ``feeds.py``), in draw order, written as they come, so an interrupted run leaves a sample to
    train from), ``MODEL_DIR/sampling.json`` (K̄, ξ and the counters), then
    ``train`` → ``Model.save``: ``model.json``, ``report.md``, ``graph.svg``.
 
@@ -210,7 +211,8 @@ async def sample_site(client: SiteClient, seeds: Sequence[str], params: Params, 
                 done.disallowed += 1
                 sampler.record(url, None)
                 continue
-            record = SampleRecord(len(done.records), url, page.final_url, page.status, page.outlinks, _blocks(page))
+            record = SampleRecord(len(done.records), url, page.final_url, page.status, page.outlinks, _blocks(page),
+                                  page.media_type)
             done.failed += record.failed
             sampler.record(url, None if record.failed else record.outlinks)
             done.records.append(record)

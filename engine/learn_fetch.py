@@ -62,6 +62,7 @@ class Page:
     status: int
     outlinks: tuple[str, ...]
     document: _Element | None = None
+    media_type: str | None = None
 
 
 @dataclass(slots=True)
@@ -200,11 +201,12 @@ class SiteClient:
             target = parse_location(location, url, sort_query=self.link_rules.sort_query) if location else None
             return Page(url, target or url, status, self._outlinks(url, [target] if target else []))
         content_type = result.headers.get("content-type", "")
-        if status != 200 or content_type.split(";", 1)[0].strip().lower() not in HTML_TYPES:
-            return Page(url, url, status, ())  # as the pipeline: only a 200 HTML page is parsed
+        media_type = content_type.split(";", 1)[0].strip().lower() or None
+        if status != 200 or media_type not in HTML_TYPES:
+            return Page(url, url, status, (), media_type=media_type)  # as the pipeline: only a 200 HTML page is parsed
         parsed = extract_links(self._payload(result), url, content_type=content_type, rules=self.link_rules,
                                want_document=self.documents)
-        return Page(url, url, status, self._outlinks(url, parsed.links), parsed.document)
+        return Page(url, url, status, self._outlinks(url, parsed.links), parsed.document, media_type)
 
     def _outlinks(self, url: str, links: Iterable[str]) -> tuple[str, ...]:
         """In scope, not ``url`` itself (digest §2.1), first occurrence kept."""

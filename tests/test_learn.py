@@ -241,6 +241,7 @@ def test_the_sample_holds_the_drawn_pages_in_order(learned: Learned) -> None:
             assert r.blocks == (), "a redirect has no text of its own"
         elif r.status == 200:
             assert r.blocks and all(words > 0 for _, words in r.blocks), "a page's text is kept for rule T"
+            assert r.media_type == "text/html", "and its media type, for rule F"
 
 
 def test_the_model_files_and_the_summary(learned: Learned) -> None:

@@ -72,6 +72,9 @@ class Params(LearnedParams):
     ``frontier/clustergraph/thin.py``."""
     thin_pages: int = 4
     """…judging only clusters with at least this many sampled pages whose text was read."""
+    feeds: bool = True
+    """Rule F (not the paper's; off in literal mode): delete leaf clusters whose sampled pages are
+    syndication feeds (RSS, Atom), alternates of the HTML listings they repeat: ``frontier/clustergraph/feeds.py``."""
     literal_numbers: bool = False
     """A frequent all-digit token may stay literal (the paper: ``?page=2`` is then a cluster of its own);
     off: numbers are data, always ``$``. Literal mode implies it."""
@@ -115,7 +118,7 @@ class ClusterInfo:
     samples: tuple[str, ...]
     status: str
     """``kept``, or the deletion reason: small_pattern, header_footer, uninformative, duplicate_content,
-    parameter_variant, thin_content."""
+    parameter_variant, thin_content, feed."""
     note: str = ""
 
 

@@ -13,8 +13,9 @@ maximum coverage, logged. Self-loops are never candidates and always kept; when 
 candidates together do not exceed τ, all are kept.
 
 Rule V (ours: :mod:`frontier.clustergraph.variants`), when given, deletes parameter views
-before both; rule T (ours: :mod:`frontier.clustergraph.thin`), when given, deletes thin leaves
-after H. Node deletion, one pass, no fixed point: H on E0 (more than half the other clusters link in,
+before both; rules T and F (ours: :mod:`frontier.clustergraph.thin`, :mod:`frontier.clustergraph.feeds`),
+which judge clusters by their sampled pages' content, delete those they name after H, unless a
+kept edge leads from one of them to a cluster no other kept edge leads to. Node deletion, one pass, no fixed point: H on E0 (more than half the other clusters link in,
 more than N/2 distinct outside pages link in, and, unless ``guard`` is None (literal mode),
 Σw_dst / Σw_src ≤ guard); U on leaves of E1 (size < mean − σ·std of all sizes, population
 std; a warning when that threshold is ≤ 0); D over the pairs (i, k) whose edge i→k edge
@@ -32,7 +33,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from frontier.clustergraph.graph import ClusterGraph, Edge, EdgeKey
-from frontier.clustergraph.thin import THIN_CONTENT
 from frontier.clustergraph.variants import PARAMETER_VARIANT
 
 log = logging.getLogger(__name__)
@@ -178,6 +178,14 @@ class _Survivors:
     def is_leaf(self, node: str) -> bool:
         return node in self.alive and self.out_degree[node] == 0
 
+    def is_bypassed(self, node: str) -> bool:
+        """Alive, and every other cluster it leads to along a kept edge has a kept way in from a third live one."""
+        if node not in self.alive:
+            return False
+        led = {dst for src, dst in self.kept if src == node != dst and dst in self.alive}
+        other_ways = {dst for src, dst in self.kept if src not in (node, dst) and src in self.alive}
+        return led <= other_ways
+
     def delete(self, node: str) -> None:
         self.alive.discard(node)
         for src, dst in self.kept:
@@ -259,9 +267,10 @@ def duplicate_content(
 
 def delete_nodes(
     graph: ClusterGraph, deletion: EdgeDeletion, guard: float | None = 0.05, sigmas: float = 2.0,
-    listing_cov: float = 0.0, listing_fan_out: float = 0.0, thin: Mapping[str, str] | None = None,
+    listing_cov: float = 0.0, listing_fan_out: float = 0.0, by_content: Mapping[str, tuple[str, str]] | None = None,
 ) -> NodeDeletion:
-    """H → T → U → D, one pass (digest §2.11; T, ours, deletes the ``thin`` clusters that are leaves)."""
+    """H → T/F → U → D, one pass (digest §2.11; T and F, ours, delete the ``by_content`` clusters that nothing
+    needs: whatever they lead to along a kept edge has another kept way in, as a leaf trivially has)."""
     reasons: dict[str, str] = {}
     notes: dict[str, str] = {}
     warnings: list[str] = []
@@ -273,7 +282,11 @@ def delete_nodes(
             reasons[node], notes[node] = reason, note
 
     delete(header_footer(graph, guard), HEADER_FOOTER)
-    delete({node: note for node, note in (thin or {}).items() if survivors.is_leaf(node)}, THIN_CONTENT)
+    by_content = by_content or {}
+    for node in sorted(by_content):  # one at a time: two clusters may each be the other's bypass
+        if survivors.is_bypassed(node):
+            reason, note = by_content[node]
+            delete({node: note}, reason)
     small, threshold = uninformative(graph, survivors, sigmas)
     if threshold <= 0:
         warnings.append(f"rule U deletes nothing: its threshold mean − {sigmas:g}·std = {threshold:.2f} is ≤ 0")
@@ -325,22 +338,22 @@ def prune(
     guard: float | None = 0.05,
     sigmas: float = 2.0,
     views: Mapping[str, str] | None = None,
-    thin: Mapping[str, str] | None = None,
+    by_content: Mapping[str, tuple[str, str]] | None = None,
     listing_cov: float = 0.0,
     listing_fan_out: float = 0.0,
 ) -> Pruning:
     """Edge deletion, then node deletion; the warnings of both (greedy fallbacks, U's threshold).
 
     ``views`` (rule V, :mod:`frontier.clustergraph.variants`: cluster → note) are deleted first,
-    with their edges, so that edge deletion and H/U/D run on the graph without them. ``thin`` (rule T,
-    :mod:`frontier.clustergraph.thin`: cluster → note) are deleted with U, if leaves."""
+    with their edges, so that edge deletion and H/U/D run on the graph without them. ``by_content`` (rules T and F:
+    cluster → (reason, note)) are deleted before U, if nothing depends on them."""
     views = dict(views or {})
     if views:
         graph = ClusterGraph({c: s for c, s in graph.sizes.items() if c not in views},
                              {c: u for c, u in graph.universes.items() if c not in views},
                              {k: e for k, e in graph.edges.items() if k[0] not in views and k[1] not in views}, graph.n)
     edges = delete_edges(graph, tau, budget)
-    nodes = delete_nodes(graph, edges, guard, sigmas, listing_cov, listing_fan_out, thin or {})
+    nodes = delete_nodes(graph, edges, guard, sigmas, listing_cov, listing_fan_out, by_content)
     if views:
         nodes = NodeDeletion(dict(sorted({**nodes.reasons, **dict.fromkeys(views, PARAMETER_VARIANT)}.items())),
                              dict(sorted({**nodes.notes, **views}.items())), nodes.protected, nodes.u_threshold,

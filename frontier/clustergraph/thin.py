@@ -14,9 +14,8 @@ words of its other blocks. A cluster with at least ``min_pages`` sampled pages w
 read, and whose median own words are below ``max_words``, is thin. A redirect has no text of
 its own (its blocks are empty, not unknown), so a cluster of old-scheme aliases is thin too.
 
-Thin clusters are deleted with rule U, and like U only when they are leaves of E1: a thin
-cluster that links onward along a kept edge may be the only way to what it links
-(``pruning.delete_nodes``). On the lab sites action clusters have 0–5 own words, the
+Thin clusters are deleted after rule H, unless one is the only kept way into a cluster it
+links to (``pruning.delete_nodes``): a leaf of E1 always goes. On the lab sites action clusters have 0–5 own words, the
 thinnest valuable cluster (a microblog's contact lists) 26, a thread page about 870.
 """
 

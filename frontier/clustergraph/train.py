@@ -31,7 +31,8 @@ from frontier.clustergraph.graph import ClusterGraph, build_graph
 from frontier.clustergraph.model import KEPT, ClusterInfo, EdgeInfo, Model, Params
 from frontier.clustergraph.patterns import Itemsets, Mapper, pattern_of, remove_small
 from frontier.clustergraph.pruning import SMALL_PATTERN, Pruning, prune, reachable
-from frontier.clustergraph.thin import Blocks, thin_clusters
+from frontier.clustergraph.feeds import FEED, feed_clusters
+from frontier.clustergraph.thin import THIN_CONTENT, Blocks, thin_clusters
 from frontier.clustergraph.urls import normalise
 from frontier.clustergraph.variants import parameter_variants
 
@@ -55,6 +56,8 @@ class SampleRecord:
     blocks: Blocks | None = None
     """The page's text (:func:`~frontier.clustergraph.thin.text_blocks`; empty for a redirect), None
     where it was not read (not HTML, or a sample from before rule T)."""
+    media_type: str | None = None
+    """The response's media type, lower case without parameters (rule F); None if unknown."""
 
     @property
     def failed(self) -> bool:
@@ -71,6 +74,8 @@ class SampleRecord:
                                    "status": self.status, "outlinks": list(self.outlinks)}
         if self.blocks is not None:
             data["blocks"] = [list(block) for block in self.blocks]
+        if self.media_type is not None:
+            data["media_type"] = self.media_type
         return json.dumps(data, ensure_ascii=False)
 
     @classmethod
@@ -79,7 +84,8 @@ class SampleRecord:
         blocks = data.get("blocks")
         return cls(int(data["seq"]), str(data["url"]), str(data["final_url"]), int(data["status"]),
                    tuple(str(link) for link in data["outlinks"]),
-                   None if blocks is None else tuple((int(h), int(words)) for h, words in blocks))
+                   None if blocks is None else tuple((int(h), int(words)) for h, words in blocks),
+                   None if (media_type := data.get("media_type")) is None else str(media_type))
 
 
 def write_sample(path: str | Path, records: Iterable[SampleRecord]) -> None:
@@ -133,10 +139,9 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
 
     graph = build_graph(pages.items(), cluster_of, sampled_only=params.edge_universe == "sampled")
     views = parameter_variants(_members(pages, cluster_of), cluster_of) if params.views and not params.literal else {}
-    thin = ({} if params.literal or params.thin_words <= 0
-            else thin_clusters(_texts(sample), cluster_of, params.thin_pages, params.thin_words))
+    by_content = {} if params.literal else _by_content(sample, params, cluster_of)
     pruning = prune(graph, tau=params.tau, budget=params.combination_budget,
-                    guard=None if params.literal else params.header_guard, sigmas=params.u_sigmas, views=views, thin=thin,
+                    guard=None if params.literal else params.header_guard, sigmas=params.u_sigmas, views=views, by_content=by_content,
                     listing_cov=0.0 if params.literal else params.listing_cov,
                     listing_fan_out=0.0 if params.literal else params.listing_fan_out)
     seed_clusters, unreachable = _reachability(seeds, pages, cluster_of, pruning)
@@ -158,13 +163,24 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
     )
 
 
-def _texts(sample: Iterable[SampleRecord]) -> dict[str, Blocks]:
-    """Each sampled page's text where it was read (its first record, in ``seq`` order)."""
+def _by_content(sample: Iterable[SampleRecord], params: Params,
+                cluster_of: Callable[[str], str | None]) -> dict[str, tuple[str, str]]:
+    """Rules T and F: the clusters their sampled pages' text and media types condemn, with reason and note."""
     texts: dict[str, Blocks] = {}
-    for record in sorted(sample, key=lambda r: (r.seq, r.url)):
-        if not record.failed and record.blocks is not None:
-            texts.setdefault(normalise(record.page), record.blocks)
-    return texts
+    media_types: dict[str, str] = {}
+    for record in sorted(sample, key=lambda r: (r.seq, r.url)):  # a page's first record
+        if not record.failed:
+            if record.blocks is not None:
+                texts.setdefault(normalise(record.page), record.blocks)
+            if record.media_type is not None:
+                media_types.setdefault(normalise(record.page), record.media_type)
+    found: dict[str, tuple[str, str]] = {}
+    if params.feeds:
+        found |= {cluster: (FEED, note) for cluster, note in feed_clusters(media_types, cluster_of).items()}
+    if params.thin_words > 0:
+        thin = thin_clusters(texts, cluster_of, params.thin_pages, params.thin_words)
+        found |= {cluster: (THIN_CONTENT, note) for cluster, note in thin.items() if cluster not in found}
+    return found
 
 
 def _members(pages: Mapping[str, set[str]], cluster_of: Callable[[str], str | None]) -> dict[str, set[str]]:
