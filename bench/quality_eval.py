@@ -61,6 +61,7 @@ def budget_figures(out: Path, kinds: dict[str, str]) -> dict[str, Any]:
         "spam_pages": spam,
         "spam_share": spam / total if total else 0.0,
         "good_pages": counts["good"],
+        "stop_reason": stats.get("stop_reason", ""),
         "quality": stats.get("quality", {}),
         "drops": {k: v for k, v in stats["frontier"]["drops"].items() if "quality" in k},
     }

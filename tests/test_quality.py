@@ -231,3 +231,19 @@ def test_learn_quality_refuses_bad_arguments_naming_them(tmp_path: Path, capsys:
     assert status == 2 and "--labels" in err and "label 0 or 1" in err, err
     status, err = run("--labels", str(labels), "--crawl", str(tmp_path), "--pages", "0")
     assert status == 2 and err.startswith("crawl: config error: --pages: must be at least 1"), err
+
+
+def test_a_host_score_record_is_no_page_when_the_graph_is_rebuilt(tmp_path: Path) -> None:
+    from store import recovery
+    from store.archive import Archive
+    from tests.test_archive import INFO, page, settings, store
+
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        for k in range(3):
+            store(archive, f"http://h.test/{k}", page(k), links=(f"http://h.test/{k + 1}",))
+            archive.store_metadata("http://h.test/", [("hostQualityScore", "0.9")], 1_700_000_000.0)
+    [warc] = tmp_path.glob("*.warc.gz")
+    [graph] = tmp_path.glob("*.graph")
+    graph.unlink()
+    rebuilt = recovery.rebuild(tmp_path, warc.name, graph=True)
+    assert rebuilt.graph_pages == 3  # the three pages, not the score records that follow them
