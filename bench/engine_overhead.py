@@ -49,6 +49,7 @@ def crawl_in_memory(args: argparse.Namespace, profiler: Any = None) -> tuple[dic
         config = configuration.load(None, [
             f'store.dir="{tmp}"', "politeness.host_delay=0", "politeness.ip_delay=0", 'engine.progress="off"',
             f"engine.max_pages={args.pages}", "engine.processes=1", 'network.allow_networks=["127.0.0.0/8"]',
+            *args.set,
         ])
         fetcher = MemoryFetcher(model, config.engine.user_agent)
 
@@ -96,6 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3, help="unprofiled runs")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="folder for engine_overhead.json and .png")
     parser.add_argument("--smoke", action="store_true", help="seconds-long: a few hundred pages")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a crawl.toml override")
     args = parser.parse_args(argv)
     if args.smoke:
         args.pages, args.hosts, args.runs = 300, 50, 1

@@ -43,6 +43,7 @@ from engine.fetching import Fetchers, PageBudget
 from engine.ip_table import SharedIpTable
 from engine.parts import build_archive, build_frontier, frontier_figures
 from engine.pipeline import Pipeline
+from engine.quality_log import QualityLog
 from engine.resolving import Resolver, Resolvers
 from engine.resume import InFlightSlots
 from engine.routing import LinkRouter
@@ -58,7 +59,7 @@ from store.errors import StoreFull
 class Agent:
     """Agent ``index`` of ``agents``: ``await Agent(config, seeds).run()`` returns its final stats.
 
-    Its files are ``OUT/agent-I/`` (frontier, checkpoint, stats.json) and ``OUT/warc/PREFIX-aI-*``;
+    Its files are ``OUT/agent-I/`` (frontier, checkpoint, stats.json, quality.csv with ``[quality]``) and ``OUT/warc/PREFIX-aI-*``;
     with several agents, ``OUT/links/`` (spools) and ``OUT/ip-table`` (made by the supervisor).
     An agent with a checkpoint in its folder resumes from it. ``channel``, when given, is the
     supervisor's socket: the agent sends it status lines and takes its commands.
@@ -92,8 +93,10 @@ class Agent:
         self.warc_prefix = f"{config.store.prefix}-a{index}"
         self.store = build_archive(config, self.out / "warc", self.warc_prefix)
         self.ip_table = SharedIpTable(self.out / "ip-table") if agents > 1 else None
+        self.quality_log = (QualityLog(self.home / "quality.csv", self.store, config.quality.model)
+                            if crew.frontier.quality is not None else None)
         self.pipeline = Pipeline(config, self.store, crew.stats, crew.frontier, self.router.discover,
-                                 lambda: crew.filters, stop=crew.stop_full)
+                                 lambda: crew.filters, stop=crew.stop_full, quality_log=self.quality_log)
         self.todo = TodoRing(crew.frontier.rank, crew.frontier.site_of) if crew.frontier.ranked else TodoRing()
         leases = IpLeases(self.ip_table, lambda: config.politeness.ip_delay)
         self.todo_filler = TodoFiller(crew, self.todo, leases, self.resolvers.start)
@@ -162,6 +165,8 @@ class Agent:
         if crew.full is None:
             with crew.full_stops():  # then the previous checkpoint stays whole, and the one to resume from
                 self.checkpointer.checkpoint()
+        if self.quality_log is not None:
+            self.quality_log.close()
         self.store.close()  # a full disk leaves files .open, for the next start to repair
         crew.frontier.close()
         with crew.full_stops():
@@ -218,6 +223,7 @@ class Agent:
                          "dup_lookups": fs.dup_lookups, "to_disk": fs.distributor.to_disk,
                          "from_disk": fs.distributor.from_disk, "drops": fs.drops},
             "policy": fs.policy,
+            **({"quality": fs.quality} if fs.quality else {}),
             "store": dataclasses.asdict(self.store.statistics()),
             **self.checkpointer.summary(),
             **({"store_full": {"message": full[0], "path": str(full[1])}} if full else {}),

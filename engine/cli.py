@@ -72,12 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="continue the crawl in the output folder (after a stop, a crash or a reboot); "
                           "starts a new one if the folder holds none")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a crawl.toml key")
-    learn = commands.add_parser("learn", help="train a crawl policy's model by a sampling crawl of one site")
-    learn.add_argument("method", choices=["clustergraph", "source"],
-                       help="what to learn: clustergraph (engine/learn.py) or source (engine/learn_source.py)")
+    learn = commands.add_parser("learn", help="train a crawl policy's model by a sampling crawl of one site, "
+                                              "or the host quality model from a crawl")
+    learn.add_argument("method", choices=["clustergraph", "source", "quality"],
+                       help="what to learn: clustergraph (engine/learn.py), source (engine/learn_source.py) or "
+                            "quality (engine/learn_quality.py: from --crawl and --labels, no fetching)")
     learn.add_argument("-c", "--config", type=Path, help="a crawl.toml file (network, dns, politeness, robots, scope)")
-    learn.add_argument("--seeds", type=Path, required=True, help="file of seed URLs of one site, one per line")
+    learn.add_argument("--seeds", type=Path, help="file of seed URLs of one site, one per line (clustergraph, source)")
     learn.add_argument("--out", type=Path, required=True, metavar="MODEL_DIR", help="folder of the model and its sample")
+    learn.add_argument("--labels", type=Path, metavar="HOSTS_CSV", help="quality: host,label[,kind] lines, 1 = spam")
+    learn.add_argument("--crawl", type=Path, metavar="OUT_DIR", help="quality: the output folder of an earlier crawl")
+    learn.add_argument("--pages", type=int, default=100, help="quality: the first N HTML pages of each host (default 100)")
     learn.add_argument("--proxy", help="HTTP proxy URL (network.proxy)")
     learn.add_argument("--dns", help="DNS server HOST:PORT (dns.servers)")
     learn.add_argument("--max-pages", type=int, help="page downloads of the sampling crawl (robots.txt not counted)")
@@ -161,10 +166,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def learn(args: argparse.Namespace) -> int:
-    from engine.learn import CLUSTERGRAPH  # here: crawl run never loads the learners
+    if args.method == "quality":
+        from engine.learn_quality import learn_quality  # here: crawl run never loads the learners
+
+        return learn_quality(args)
+    from engine.learn import CLUSTERGRAPH
     from engine.learn import learn as learn_model
 
     try:
+        if args.seeds is None:
+            raise ConfigError("--seeds", f"crawl learn {args.method} needs --seeds FILE")
         lines = read_seeds(args.seeds)
     except ConfigError as e:
         sys.stderr.write(f"crawl: config error: {e}\n")

@@ -27,6 +27,7 @@ from typing import Any
 from engine.parse import PAGE_RELS, LinkRules
 from frontier.filters import PhaseFilterError, PhaseFilters
 from frontier.policy import PolicyError, check as check_policy
+from frontier.quality import ACTIONS as QUALITY_ACTIONS, MODEL_FILE as QUALITY_MODEL_FILE
 from frontier.shapes import MAX_LIMIT as MAX_SHAPE_LIMIT
 
 
@@ -157,6 +158,14 @@ class PolicyConfig:
 
 
 @dataclass
+class QualityConfig:
+    model: str = _doc("", "the host quality model, the folder `crawl learn quality` wrote; empty = the filter is off")
+    threshold: float = _doc(0.5, "a host whose score (probability of spam, 0 to 1) is at least this is stopped or deprioritized")
+    pages: int = _doc(100, "a host is scored once this many of its HTML pages are fetched (its first ones are read for it)")
+    action: str = _doc("stop", "stop (the host's queued URLs and later links are dropped) or deprioritize (fetched at most every max(60 s, 10 x host_delay))")
+
+
+@dataclass
 class ControlConfig:
     listen: str = _doc("", "HOST:PORT of the control API (GET /status, /metrics; POST /pause ...); empty = off")
     token: str = _doc("", "bearer token the control API requires; empty = take CRAWL_CONTROL_TOKEN from the environment")
@@ -176,6 +185,7 @@ class Config:
     store: StoreConfig = field(default_factory=StoreConfig)
     filters: FiltersConfig = field(default_factory=FiltersConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
+    quality: QualityConfig = field(default_factory=QualityConfig)
     control: ControlConfig = field(default_factory=ControlConfig)
 
     @property
@@ -345,10 +355,23 @@ def validate(config: Config) -> None:
         PhaseFilters.from_config(config.filters)
     except PhaseFilterError as e:
         raise ConfigError(f"filters.{e.phase}", str(e)) from None
+    _validate_quality(config.quality)
     try:  # the policy's model is not read here: only building the policy does
         check_policy(config.policy.name, config.policy.options, Path(config.policy.model) if config.policy.model else None)
     except PolicyError as e:
         raise ConfigError(f"policy.{e.key}", e.problem) from None
+
+
+def _validate_quality(quality: QualityConfig) -> None:
+    if not 0 <= quality.threshold <= 1:
+        raise ConfigError("quality.threshold", f"must lie between 0 and 1, got {quality.threshold}")
+    if quality.pages < 1:
+        raise ConfigError("quality.pages", f"must be at least 1, got {quality.pages}")
+    if quality.action not in QUALITY_ACTIONS:
+        raise ConfigError("quality.action", f"must be {' or '.join(QUALITY_ACTIONS)}, got {quality.action!r}")
+    if quality.model and not (Path(quality.model) / QUALITY_MODEL_FILE).is_file():
+        problem = "does not exist" if not Path(quality.model).exists() else f"holds no {QUALITY_MODEL_FILE}"
+        raise ConfigError("quality.model", f"{quality.model} {problem} (a folder `crawl learn quality` wrote)")
 
 
 def load(path: Path | None, overrides: Sequence[str] = ()) -> Config:

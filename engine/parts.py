@@ -1,7 +1,7 @@
 """How an agent's frontier and archive are built from the configuration, and the figures they report.
 
 The one place that turns crawl.toml's ``[frontier]``, ``[politeness]``, ``[scope]``,
-``[policy]`` and ``[store]`` into the objects of ``frontier/`` and ``store/``, so the agent
+``[policy]``, ``[quality]`` and ``[store]`` into the objects of ``frontier/`` and ``store/``, so the agent
 (``engine/agent.py``) only wires them.
 """
 
@@ -10,10 +10,11 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from engine.config import Config, describe
+from engine.config import Config, ConfigError, describe
 from frontier.filters import PhaseFilters
 from frontier.frontier import Frontier, FrontierSettings, FrontierStatistics
 from frontier.policy import build
+from frontier.quality import Model, QualityFilter
 from frontier.scope import Scope
 from store.archive import Archive, config_digest
 
@@ -43,7 +44,20 @@ def build_frontier(config: Config, directory: Path, seeds: list[str], filters: P
         scope=Scope(scope.mode, seeds, max_url_length=scope.max_url_length, max_path_depth=scope.max_path_depth,
                     max_repeated_segments=scope.max_repeated_segments),
         schedule=filters.schedule.accepts if filters.schedule else None,
+        quality=build_quality(config),
     )
+
+
+def build_quality(config: Config) -> QualityFilter | None:
+    """The host quality filter of ``[quality]``, or None when it is off (no model)."""
+    q = config.quality
+    if not q.model:
+        return None
+    try:
+        model = Model.load(Path(q.model))
+    except ValueError as e:
+        raise ConfigError("quality.model", str(e)) from None
+    return QualityFilter(model, threshold=q.threshold, pages=q.pages, action=q.action)
 
 
 def build_archive(config: Config, directory: Path, prefix: str) -> Archive:

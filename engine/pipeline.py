@@ -17,7 +17,11 @@ The agent's fetchers call :meth:`Pipeline.page` for every page response and
    then the links (or the redirect target) leave through the ``discover`` callable the agent
    provides, which routes them to this process's frontier or to the agent that owns their
    host (``engine/routing.py``); the pipeline neither knows nor cares which. With the default
-   policy, which looks at no page, no page object is built at all.
+   policy, which looks at no page, no page object is built at all;
+6. **quality** (``[quality]``, off by default): a 200 HTML page (not a revisit of an identical
+   payload) of a host the quality filter has not scored yet is read (``engine/quality_text.py``) and added to its host's sample
+   (``Frontier.quality_page``), before its links are discovered, so the links of the page that
+   gets a host stopped are dropped; the verdict goes to ``engine/quality_log.py``.
 
 Bad input never stops the crawl: a body that does not decode is stored and not parsed;
 the link extractor takes any bytes. A full disk (:class:`store.errors.StoreFull`) is handed
@@ -34,6 +38,8 @@ from engine.config import Config, link_rules
 from engine.content import Decoded, decode
 from engine.fetch import FetchResult
 from engine.parse import HTML_TYPES, ParsedPage, extract_links, parse_location
+from engine.quality_log import QualityLog
+from engine.quality_text import page_text
 from engine.stats import Counters
 from frontier.filters import PhaseFilters, Response
 from frontier.frontier import Frontier
@@ -61,6 +67,7 @@ class Pipeline:
         filters: Callable[[], PhaseFilters],
         *,
         stop: Callable[[str, Path], None] | None = None,
+        quality_log: QualityLog | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -71,6 +78,7 @@ class Pipeline:
         self.stop = stop
         self.lost = 0  # fetches that could not be stored (a full disk)
         self.link_rules = link_rules(config)
+        self.quality_log = quality_log
 
     def decode(self, result: FetchResult) -> Decoded:
         return decode(result.body, result.headers.get("content-encoding"), self.config.network.max_body_bytes)
@@ -173,9 +181,23 @@ class Pipeline:
             return
         if frontier.wants_pages:  # the policy sees the page before it judges the page's links
             frontier.fetched(self._page(result, decoded.payload or b"", parsed, None), result.ended)
+        # an identical payload is a revisit record, with no body for `crawl learn quality` to read: skipped here too
+        if is_html and decoded.payload and check.original is None and frontier.quality_wants(result.url):
+            self._quality(result, decoded.payload)
         if parsed is not None:
             self.stats.links += len(links)
             self.discover(links, result.url, parsed.contexts)
+
+    def _quality(self, result: FetchResult, payload: bytes) -> None:
+        verdict = self.frontier.quality_page(result.url, page_text(payload))
+        if verdict is None or self.quality_log is None:
+            return
+        try:
+            self.quality_log.record(verdict, result.fetched_at)
+        except StoreFull as e:
+            if self.stop is None:
+                raise
+            self.stop(str(e), e.path)
 
     @staticmethod
     def _page(result: FetchResult, body: bytes, parsed: ParsedPage | None, redirect: str | None) -> FetchedPage:

@@ -16,6 +16,9 @@ methods and nothing else (it reads visit states, it never writes them):
 * outcomes: ``succeeded``, ``failed`` (retries with a doubling back-off, then the policy's
   ``on_failed``), ``fetched`` (the policy's ``on_fetched``; the revisits both return are
   scheduled), ``fetcher_waited``;
+* the host quality filter (``frontier/quality.py``, off unless given): ``quality_wants``,
+  ``quality_page`` (a host scored at or above the threshold is stopped: purged, and its later
+  links dropped as "quality"; or deprioritized: fetched at most every ``quality_delay``);
 * ``checkpoint``/``restore``, ``idle``, ``statistics``, ``close``.
 
 The policy (:mod:`frontier.policy`) costs nothing it does not ask for: ``wants_pages``,
@@ -43,6 +46,7 @@ from frontier.distributor import Distributor, DistributorStatistics
 from frontier.page import FetchedPage, LinkContext
 from frontier.policies.breadth_first import BreadthFirst
 from frontier.policy import MAX_LANE, CrawlPolicy, Revisit
+from frontier.quality import DEPRIORITIZED_DELAY, PageText, QualityFilter, Verdict
 from frontier.revisits import BUCKET_SECONDS, MEMORY_LIMIT, RevisitSchedule
 from frontier.scope import Scope
 from frontier.shapes import ShapeBudget
@@ -91,6 +95,7 @@ class FrontierStatistics:
     dup_lookups: int = 0  # URL-cache lookups: one per link that reached the duplicate check
     drops: dict[str, int] = field(default_factory=dict)
     policy: dict[str, dict[str, int]] = field(default_factory=dict)  # the policy's counters(), copied
+    quality: dict[str, int] = field(default_factory=dict)  # the quality filter's counts; empty when it is off
 
 
 class CheckpointMismatch(ValueError):
@@ -113,6 +118,7 @@ class Frontier:
         policy: CrawlPolicy | None = None,
         scope: Scope | None = None,
         schedule: Callable[[str], bool] | None = None,
+        quality: QualityFilter | None = None,
     ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self._used_before = any(directory.iterdir())  # then a previous process may have fetched just now
@@ -121,6 +127,7 @@ class Frontier:
         self.policy = policy = policy or BreadthFirst(BreadthFirst.Options(), None)
         self.scope = scope or Scope("any")
         self.schedule = schedule  # the schedule filter (frontier/filters); None accepts all
+        self.quality = quality
         hooks = type(policy)
         self._policy_filters = hooks.accept_link is not CrawlPolicy.accept_link
         # dg: the policy judges only links the URL cache does not hold (read once, like the hooks)
@@ -288,6 +295,7 @@ class Frontier:
         cache_add = cache.add
         enqueue = self.sieve.enqueue
         drops = self.drops
+        stopped = self.quality.stopped if self.quality is not None else None
         context_iter = iter(contexts) if contexts is not None else None
         accepted = lookups = hits = 0
         for url in links:
@@ -295,6 +303,9 @@ class Frontier:
             scheme_authority = split(url)[0]
             if not allows(scheme_authority):
                 drops["scope"] += 1
+                continue
+            if stopped and scheme_authority in stopped:
+                drops["quality"] += 1
                 continue
             if schedule is not None and not schedule(url):
                 drops["schedule_filter"] += 1
@@ -510,8 +521,7 @@ class Frontier:
         if host_delay is not None:
             self.distributor.host_delay = host_delay
             for vs in self.distributor.host_to_visit_state.values():
-                crawl_delay = vs.robots.crawl_delay if vs.robots is not None else None
-                vs.host_delay = max(host_delay, crawl_delay or 0.0)
+                vs.host_delay = self._host_delay(vs, vs.robots.crawl_delay if vs.robots is not None else None)
         if ip_delay is not None:
             self.workbench.ip_delay = ip_delay
 
@@ -539,8 +549,45 @@ class Frontier:
         Crawl-delay, and the host is released."""
         vs.robots, vs.robots_fetched = rules, fetched_wall
         vs.robots_path, vs.robots_hops, vs.retries = "/robots.txt", 0, 0
-        vs.host_delay = max(self.distributor.host_delay, rules.crawl_delay or 0.0)
+        vs.host_delay = self._host_delay(vs, rules.crawl_delay)
         self.release(vs, end)
+
+    def _host_delay(self, vs: VisitState, crawl_delay: float | None) -> float:
+        """The larger of the politeness delay and the host's Crawl-delay; a deprioritized host's, at least
+        :attr:`quality_delay`."""
+        delay = max(self.distributor.host_delay, crawl_delay or 0.0)
+        if self.quality is not None and vs.scheme_authority in self.quality.deprioritized:
+            delay = max(delay, self.quality_delay)
+        return delay
+
+    # -- the host quality filter -------------------------------------------------------------
+
+    @property
+    def quality_delay(self) -> float:
+        """The least delay of a deprioritized host: ten times the politeness delay, and at least a minute."""
+        return max(DEPRIORITIZED_DELAY, 10 * self.distributor.host_delay)
+
+    def quality_wants(self, url: str) -> bool:
+        """The quality filter is on and has not scored ``url``'s host yet: the engine reads the page for it."""
+        return self.quality is not None and self.quality.wants(split(url)[0])
+
+    def quality_page(self, url: str, text: PageText) -> Verdict | None:
+        """A page of a host the filter samples (:meth:`quality_wants`); once the host's pages are in, its
+        verdict, acted upon: "stop" purges the host (its queued URLs are counted as ``purged_quality``,
+        its later links as ``quality``), "deprioritize" slows it to :attr:`quality_delay`."""
+        quality = self.quality
+        assert quality is not None
+        host = split(url)[0]
+        vs = self.distributor.host_to_visit_state.get(host)
+        entry = vs.entry if vs is not None else None
+        verdict = quality.add(host, text, entry.ip if entry is not None else None, entry.hosts if entry is not None else 1)
+        if verdict is None or vs is None:
+            return verdict
+        if verdict.action == "stop" and vs.phase is not Phase.PURGED:
+            self.purge(vs, "quality")
+        elif verdict.action == "deprioritize":
+            vs.host_delay = self._host_delay(vs, vs.robots.crawl_delay if vs.robots is not None else None)
+        return verdict
 
     # -- outcomes ----------------------------------------------------------------------------
 
@@ -619,6 +666,7 @@ class Frontier:
             dup_lookups=self.dup_lookups,
             drops=dict(self.drops),
             policy={name: dict(table) for name, table in self.policy.counters().items()},
+            quality=self.quality.statistics() if self.quality is not None else {},
         )
 
     def close(self) -> None:

@@ -267,6 +267,14 @@ class Archive:
         self._rotate_if_full()
         return capture
 
+    def store_metadata(self, uri: str, fields: Sequence[tuple[str, str]], when: float) -> Capture:
+        """A metadata record about ``uri`` that belongs to no fetch, such as a host's quality score
+        (``engine/quality_log.py``); neither indexed nor in the link graph."""
+        capture = self.warc.store_metadata(uri, fields, when)
+        self._counts["metadata"] += 1
+        self._rotate_if_full()
+        return capture
+
     def _count(self, revisit: Revisit | None, near: bool, metadata: bool) -> None:
         c = self._counts
         c["identical" if revisit is not None else "responses"] += 1

@@ -131,7 +131,9 @@ def rebuild(directory: Path, warc_name: str, *, graph: bool) -> Rebuilt:
                         length=record.length, offset=record.offset, filename=warc_name,
                     ))
                     added_lines += 1
-            elif record.kind == "metadata" and need_graph and capture is not None and capture.offset > graph_covered:
+            elif (record.kind == "metadata" and need_graph and capture is not None and capture.offset > graph_covered
+                  and record.headers.get_header("WARC-Concurrent-To") == capture.headers.get_header("WARC-Record-ID")):
+                # a page's own metadata record; one about a host (a quality score) belongs to no capture
                 segment.add(capture.offset, uri, links_of(record.fields))
                 added_pages += 1
     if need_index:

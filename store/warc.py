@@ -93,7 +93,7 @@ class Revisit:
 class Capture:
     """A stored fetch: where its response or revisit record lies, and what an index says of it."""
 
-    record_type: str  # "response" or "revisit"
+    record_type: str  # "response" or "revisit"; "metadata" for a record of no fetch (store_metadata)
     filename: str  # the finished name (no ``.open``), relative to the store's directory
     offset: int
     length: int  # compressed bytes of the record's gzip member
@@ -311,6 +311,22 @@ class WarcStore:
         offset = self._size + len(members[0])
         self._write(b"".join(members), uncompressed, records=len(members))
         return Capture(kind, out_name, offset, len(members[1]), response_id, date, digest)
+
+    def store_metadata(self, uri: str, fields: Sequence[tuple[str, str]], when: float) -> Capture:
+        """A ``metadata`` record about ``uri`` that belongs to no fetch (no ``WARC-Concurrent-To``)."""
+        out_name = self._ensure_open()
+        block = warc_fields(fields)
+        record_id, date, digest = _record_id(), warc_date(when), _digest(block)
+        record = _record(
+            f"WARC-Type: metadata\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n"
+            f"WARC-Target-URI: {_field_value(uri)}\r\nWARC-Warcinfo-ID: {self._warcinfo_id}\r\n"
+            f"Content-Type: application/warc-fields\r\nWARC-Block-Digest: {digest}\r\n",
+            (block,),
+        )
+        member = self._compress(record)
+        offset = self._size
+        self._write(member, len(record), records=1)
+        return Capture("metadata", out_name, offset, len(member), record_id, date, digest)
 
     def store_dns(self, host: str, addresses: Sequence[str], resolved_at: float, ttl: int) -> Capture:
         """A DNS answer as a ``response`` record for ``dns:host`` (Heritrix's form)."""

@@ -11,6 +11,9 @@ Modules, by role:
   ``WebModel.respond``); any process with the same parameters and port computes the same bytes;
 - :mod:`~bench.invitro.page`: writes one HTML page, its links and markup in one pass (hot path);
 - :mod:`~bench.invitro.html`: the prebuilt text blocks, head and footer that pages are made of;
+- :mod:`~bench.invitro.spam`: spam hosts with ground truth (``spam_share``): link farms, keyword
+  stuffing and generated text on farms of hosts that share IPs; ``python -m bench.invitro labels``
+  writes the truth as a CSV;
 - :mod:`~bench.invitro.server`: the HTTP/1.1 origin server and forward proxy (asyncio.Protocol);
 - :mod:`~bench.invitro.dns`: A records for the model's hosts, UDP and TCP;
 - :mod:`~bench.invitro.requestlog`: the JSON-lines request log and ``read_log``;

@@ -9,6 +9,11 @@ SIGTERM/SIGINT stops, flushes the request log, prints a statistics line (also wr
     python -m bench.invitro --hosts 400 --ready-file /tmp/ready.json --log /tmp/requests.jsonl
     python -m bench.invitro --set frac_slow=0.05 --set robots_crawl_delay=2 --no-keepalive
     python -m bench.invitro --social blog,forum --social-seed 3 --site-knob blog.reply_share=1.0
+    python -m bench.invitro labels --hosts 400 --spam-share 0.2 --out hosts.csv
+
+``labels`` serves nothing: it writes the web's ground truth about spam, a CSV ``host,label,kind``
+with one row per host (label 1 for spam, 0 for good; kind ``farm``, ``stuffed``, ``generated``
+or empty), for the web the same options would serve.
 
 With ``--social`` it serves the social lab (``bench/invitro/social/``) instead of the synthetic
 web; the ready file then also holds ``sites: {name: {domain, seeds}}``.
@@ -29,22 +34,30 @@ from typing import Any
 import orjson
 
 from bench.invitro.app import InVitro, start_invitro
-from bench.invitro.model import WebParams
+from bench.invitro.model import WebModel, WebParams
 from bench.invitro.server import ServerOptions
 from bench.invitro.social.web import SocialParams, SocialWeb, parse_knobs
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.invitro", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+_NAMED = ("hosts", "hosts_per_ip", "mean_pages", "mean_links", "seed", "spam_share")
+
+
+def add_web_options(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("the web (any WebParams field can also be given with --set)")
     model.add_argument("--hosts", type=int)
     model.add_argument("--hosts-per-ip", type=int)
     model.add_argument("--mean-pages", type=float)
     model.add_argument("--mean-links", type=float)
     model.add_argument("--seed", type=int)
+    model.add_argument("--spam-share", type=float, help="share of hosts that are spam (bench/invitro/spam.py)")
     model.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a WebParams field")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.invitro", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_web_options(parser)
     social = parser.add_argument_group("the social lab instead of the synthetic web")
     social.add_argument("--social", metavar="SITES", help="serve these lab sites, comma-separated (blog,forum,...)")
     social.add_argument("--social-seed", type=int, default=1, help="the lab's seed")
@@ -74,7 +87,7 @@ def make_params(args: argparse.Namespace, parser: argparse.ArgumentParser) -> We
     """WebParams from the named flags and ``--set key=value`` (types from the dataclass)."""
     types = WebParams.field_types()
     values: dict[str, Any] = {}
-    for flag in ("hosts", "hosts_per_ip", "mean_pages", "mean_links", "seed"):
+    for flag in _NAMED:
         if getattr(args, flag) is not None:
             values[flag] = getattr(args, flag)
     for item in args.set:
@@ -178,7 +191,25 @@ def run(main: Coroutine[Any, Any, int]) -> int:
     return uvloop.run(main)
 
 
+def labels(argv: list[str]) -> int:
+    """``labels [web options] --out FILE``: the ground truth of the web, one CSV row per host."""
+    parser = argparse.ArgumentParser(prog="python -m bench.invitro labels", description=labels.__doc__)
+    add_web_options(parser)
+    parser.add_argument("--out", type=Path, required=True, help="the CSV to write (host,label,kind)")
+    args = parser.parse_args(argv)
+    web = WebModel(make_params(args, parser), 0)
+    kinds = {host: web.spam_kind(host) for host in web.hosts()}
+    rows = ["host,label,kind", *(f"{host},{0 if kind is None else 1},{kind or ''}" for host, kind in kinds.items())]
+    write_atomically(args.out, ("\n".join(rows) + "\n").encode())
+    spam = sum(kind is not None for kind in kinds.values())
+    print(f"invitro: labels {args.out}: {len(kinds)} hosts, {spam} spam", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["labels"]:
+        return labels(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     social = make_social(args, parser)

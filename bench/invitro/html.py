@@ -57,6 +57,11 @@ PADDING = tuple(
 """2048 runs of text of about 2 KB (4 MB in all): a 15 KB page takes about five, so two pages rarely share one"""
 del _GEN
 
+FUNCTION_WORDS = frozenset(_WORDS[: _WORDS.index("garden")])
+"""The function words of the vocabulary (articles, prepositions, pronouns…): about 40 % of good text"""
+CONTENT_WORDS = tuple(w for w in _WORDS if w not in FUNCTION_WORDS)
+"""The rest of the vocabulary, in order (spam's word salad draws from it)"""
+
 # The pieces around an <a href="…"> in a paragraph: text before it, and its end with an anchor text.
 LEADS = tuple(f'{sentence} <a href="'.encode() for sentence in SENTENCES)  # 1024
 CLOSES = tuple(f'">{anchor}</a> '.encode() for anchor in ANCHORS)  # 512

@@ -26,7 +26,9 @@ A host ``h00017.web.test`` with ``n`` pages (log-normal, mean ``mean_pages``):
 
 Off by default (the default web stays byte for byte what benchmarks measured): copies and
 near-duplicates (``duplicate_share``), hostile resources (``hostile_share``, ``hostile.py``) and
-crawler traps (``trap_share``, ``traps.py``), each linked from the pages of the hosts chosen.
+crawler traps (``trap_share``, ``traps.py``), each linked from the pages of the hosts chosen; and
+spam hosts with ground truth (``spam_share``, ``spam.py``: link farms, keyword stuffing and
+generated text on farms of hosts that share IPs, reached through comment spam on good pages).
 
 Invariant: every URL a page links to is answered by :meth:`WebModel.respond`, with 200 or, by
 design, with a 404 (``/missing/…`` links and ``frac_404`` pages), a 5xx or a redirect.
@@ -48,7 +50,7 @@ from urllib.parse import urlsplit
 
 import xxhash
 
-from bench.invitro import hostile, html, traps
+from bench.invitro import hostile, html, spam, traps
 from bench.invitro.page import STYLESHEET, UTM_SOURCES, HostTable, Page, write_page
 
 _NORMAL = NormalDist()
@@ -133,6 +135,10 @@ class WebParams:
     """share of hosts whose home page links the crawler traps of ``bench/invitro/traps.py`` (calendars,
     repeating and deepening paths, long URLs)"""
 
+    spam_share: float = 0.0
+    """share of hosts that are spam, in farms of 10–60 hosts on one or two IPs (``spam.py``); the truth is
+    :meth:`WebModel.spam_kind` and ``python -m bench.invitro labels``"""
+
     def __post_init__(self) -> None:
         if self.hosts < 1 or self.hosts_per_ip < 1 or self.branching < 1 or self.mean_pages < 1:
             raise ValueError("hosts, hosts_per_ip, branching and mean_pages must be at least 1")
@@ -157,7 +163,7 @@ class WebParams:
 
 def ip_addresses(params: WebParams) -> list[str]:
     """The IPs of the web: the addresses after ``ip_base`` whose last octet is 1..254."""
-    count = -(-params.hosts // params.hosts_per_ip)
+    count = spam.layout(params).ip_count if params.spam_share > 0 else -(-params.hosts // params.hosts_per_ip)
     start = int(ipaddress.IPv4Address(params.ip_base)) + 1
     loopback = ipaddress.IPv4Network("127.0.0.0/8")
     ips: list[str] = []
@@ -289,10 +295,11 @@ class WebModel:
         self._suffix = "." + params.domain.lower()
         self._max_pages = params.max_pages or max(1, int(20 * params.mean_pages))
         self._host_info = functools.lru_cache(maxsize=1 << 16)(self._compute_host_info)
-        self._host_info_at = functools.lru_cache(maxsize=1 << 16)(self._compute_host_info_at)
+        self.host_info_at = functools.lru_cache(maxsize=1 << 16)(self._compute_host_info_at)
         self._paths = functools.lru_cache(maxsize=4096)(self._compute_paths)
         self._respond = functools.lru_cache(maxsize=params.cache_size)(self._compute_response)
         self.host_tables: dict[str, HostTable] = {}  # page.py's per-host cache, owned here
+        self.spam_layout = spam.layout(params) if params.spam_share > 0 else None
 
     # Hosts and IPs.
 
@@ -326,11 +333,43 @@ class WebModel:
         index = self.host_index(host)
         if index is None:
             raise KeyError(host)
-        return self._ips[index // self.params.hosts_per_ip]
+        return self._ips[self._ip_number(index)]
+
+    def _ip_number(self, index: int) -> int:
+        if self.spam_layout is not None:
+            return self.spam_layout.ip_number[index]
+        return index // self.params.hosts_per_ip
 
     def seeds(self, n: int) -> list[str]:
-        """Home pages of the first ``n`` hosts, as absolute URLs with the port."""
-        return [f"http://{self.host_name(i)}:{self.port}/" for i in range(min(n, self.params.hosts))]
+        """Home pages of the first ``n`` good hosts (spam hosts are no seeds), as absolute URLs with the port."""
+        indices = range(self.params.hosts) if self.spam_layout is None else self.spam_layout.good
+        return [f"http://{self.host_name(i)}:{self.port}/" for i in indices[:n]]
+
+    def spam_kind(self, host: str) -> str | None:
+        """None for a good host (or a name not of this web), else "farm", "stuffed" or "generated"."""
+        index = self.host_index(host)
+        if index is None or self.spam_layout is None:
+            return None
+        return self.spam_layout.kind_of(index)
+
+    def is_thin(self, host: str) -> bool:
+        """A good host with short pages full of links (a directory, a portal): only beside spam."""
+        return self._good_and_drawn(host, "thin", spam.THIN_SHARE)
+
+    def is_shop(self, host: str) -> bool:
+        """A good host whose pages list products in commercial words: only beside spam."""
+        return self._good_and_drawn(host, "shop", spam.SHOP_SHARE)
+
+    def is_disguised(self, host: str) -> bool:
+        """A link-farm host whose pages are good pages plus farm links."""
+        return self.spam_kind(host) == spam.FARM and self.unit(f"{host.lower()}|disguised") < spam.DISGUISED_SHARE
+
+    def _good_and_drawn(self, host: str, what: str, share: float) -> bool:
+        index = self.host_index(host)
+        layout = self.spam_layout
+        return index is not None and layout is not None and not layout.kind[index] and (
+            self.unit(f"{host.lower()}|{what}") < share
+        )
 
     def host_info(self, host: str) -> HostInfo | None:
         return self._host_info(host.lower())
@@ -338,7 +377,7 @@ class WebModel:
     def _hash(self, text: str) -> int:
         return xxhash.xxh3_64_intdigest(text.encode(), seed=self._seed)
 
-    def _unit(self, text: str) -> float:
+    def unit(self, text: str) -> float:
         """A uniform number in (0, 1) from the hash of ``text``."""
         return ((self._hash(text) >> 11) + 0.5) / 2.0**53
 
@@ -352,11 +391,16 @@ class WebModel:
         if index is None:
             return None
         p = self.params
-        pages = _lognormal(p.mean_pages, 1.0, self._unit(f"{host}|pages"))
+        pages = _lognormal(p.mean_pages, 1.0, self.unit(f"{host}|pages"))
+        degree = min(4 * p.mean_links, _lognormal(p.mean_links, 0.5, self.unit(f"{host}|degree")))
+        kind = None if self.spam_layout is None else self.spam_layout.kind_of(index)
+        if kind is not None:
+            pages *= spam.PAGES_SCALE[kind]
+        elif self.is_thin(host):
+            degree = min(4 * p.mean_links, degree * spam.THIN_LINKS)
         pages_int = min(self._max_pages, max(1, round(pages)))
-        degree = min(4 * p.mean_links, _lognormal(p.mean_links, 0.5, self._unit(f"{host}|degree")))
         files = math.ceil(pages_int * p.frac_binary)
-        ip = self._ips[index // p.hosts_per_ip]
+        ip = self._ips[self._ip_number(index)]
         return HostInfo(host, index, f"http://{host}:{self.port}", ip, pages_int, degree, files)
 
     # Paths.
@@ -478,7 +522,7 @@ class WebModel:
                 reason = "Found" if trap.status == 302 else "OK"
                 nofollow = [False] * len(tags)
                 return Response(trap.status, reason, headers, trap.body, 0.0, trap.links, nofollow, tags, True)
-        delay = self.params.slow_seconds if self._unit(f"{host}|slow|{target}") < self.params.frac_slow else 0.0
+        delay = self.params.slow_seconds if self.unit(f"{host}|slow|{target}") < self.params.frac_slow else 0.0
         base, copy, number = copy_of(target)
         base = strip_utm(base)
         i = self.page_of(info, base)
@@ -524,7 +568,7 @@ class WebModel:
 
     def _robots(self, info: HostInfo) -> Response:
         p = self.params
-        u = self._unit(f"{info.name}|robots")
+        u = self.unit(f"{info.name}|robots")
         if u < p.robots_404_share:
             return _error(404, "Not Found", "No robots.txt here.")
         if u < p.robots_404_share + p.robots_5xx_share:
@@ -533,11 +577,11 @@ class WebModel:
             response = _error(503, "Service Unavailable", "Try later.")
             return Response(503, response.reason, [*response.headers, ("Retry-After", "120")], response.body)
         lines = [f"# robots.txt for {info.name}", "User-agent: *"]
-        if self._unit(f"{info.name}|disallow") < p.robots_disallow_share:
+        if self.unit(f"{info.name}|disallow") < p.robots_disallow_share:
             lines.append("Disallow: /private/")
             if self._hash(f"{info.name}|disallow-utm") & 1:
                 lines.append("Disallow: /*?utm_source=")
-        if self._unit(f"{info.name}|crawl-delay") < p.robots_crawl_delay_share:
+        if self.unit(f"{info.name}|crawl-delay") < p.robots_crawl_delay_share:
             lines.append(f"Crawl-delay: {p.robots_crawl_delay:g}")
         lines += ["Allow: /", "", "User-agent: BadBot", "Disallow: /", ""]
         body = "\n".join(lines).encode()
@@ -546,7 +590,12 @@ class WebModel:
     def _page(self, info: HostInfo, i: int, delay: float) -> Response:
         rng = random.Random(self._hash(f"{info.name}|page|{i}"))
         size = int(_lognormal(self.params.page_bytes, 0.3, rng.random() or 0.5))
-        page = write_page(self, info, i, rng, size)
+        if self.spam_layout is None:
+            page = write_page(self, info, i, rng, size)
+        elif self.spam_layout.kind[info.number] and not self.is_disguised(info.name):
+            page = spam.write_spam_page(self, info, i, rng, size)
+        else:
+            page = self._page_beside_spam(info, i, rng, size)
         if self.is_duplicated(info, i) or (i == 0 and (self.is_hostile(info) or self.is_trapped(info))):
             page = self._with_extra_links(info, i, page)
         headers = [
@@ -556,20 +605,48 @@ class WebModel:
         ]
         return Response(200, "OK", headers, page.body, delay, page.urls, page.nofollow, page.tags, True)
 
+    def _page_beside_spam(self, info: HostInfo, i: int, rng: random.Random, size: int) -> Page:
+        """A good page of a web with spam, or a disguised farm host's: a good page plus, as the host is,
+        shorter text (thin), a product list (shop), farm links (disguised) or good ones (blogroll), comment spam."""
+        shop = self.is_shop(info.name)
+        scale = (spam.THIN_SIZE if self.is_thin(info.name) else 1.0) * (spam.SHOP_SIZE if shop else 1.0)
+        page = write_page(self, info, i, rng, int(size * scale))
+        blocks: list[bytes] = []
+        urls: list[str] = []
+        nofollow: list[bool] = []
+        if shop:
+            blocks.append(spam.product_block(info.name, rng))
+        if self.is_disguised(info.name) or self._good_and_drawn(info.name, "blogroll", spam.BLOGROLL_SHARE):
+            block, urls = spam.partner_list(self, info, rng) if self.is_disguised(info.name) else spam.blogroll(self, rng)
+            blocks.append(block)
+            nofollow = [False] * len(urls)
+        layout = self.spam_layout
+        if layout is not None and len(layout.spam) and self._good_and_drawn(info.name, "comments", spam.COMMENT_HOSTS_SHARE) and (
+            self.unit(f"{info.name}|comments|{i}") < spam.COMMENT_PAGES_SHARE
+        ):
+            block, comment_urls, comment_nofollow = spam.comment_block(self, rng)
+            blocks.append(block)
+            urls, nofollow = urls + comment_urls, nofollow + comment_nofollow
+        if not blocks:
+            return page
+        end = b"</article>\n</main>\n<footer>"
+        body = page.body.replace(end, b"".join(blocks) + end, 1)
+        return Page(body, page.urls + urls, page.nofollow + nofollow, page.tags + ["a"] * len(urls))
+
     def is_duplicated(self, info: HostInfo, i: int) -> bool:
         """Page ``i`` is also served at ``?mirror=k`` and ``?edition=k`` (``duplicate_share``)."""
         share = self.params.duplicate_share
-        return share > 0 and i > 0 and self._unit(f"{info.name}|duplicate|{i}") < share
+        return share > 0 and i > 0 and self.unit(f"{info.name}|duplicate|{i}") < share
 
     def is_hostile(self, info: HostInfo) -> bool:
         """The host serves and links the hostile resources (``hostile_share``)."""
         share = self.params.hostile_share
-        return share > 0 and self._unit(f"{info.name}|hostile") < share
+        return share > 0 and self.unit(f"{info.name}|hostile") < share
 
     def is_trapped(self, info: HostInfo) -> bool:
         """The host serves and links the crawler traps (``trap_share``)."""
         share = self.params.trap_share
-        return share > 0 and self._unit(f"{info.name}|trap") < share
+        return share > 0 and self.unit(f"{info.name}|trap") < share
 
     def _with_extra_links(self, info: HostInfo, i: int, page: Page) -> Page:
         """The page with its copies linked from its nav, and on a home page the hostile resources or trap entrances.
@@ -597,7 +674,10 @@ class WebModel:
         hosts = self.params.hosts
         # Half uniform, half log-uniform: a few hosts get many in-links, as on the real web.
         j = int(r() * hosts) if r() < 0.5 else int(hosts ** r()) - 1
-        other = self._host_info_at(j)
+        if self.spam_layout is not None and self.spam_layout.kind[j]:  # good pages link to spam by comments only
+            good = self.spam_layout.good
+            j = good[j * len(good) // hosts]
+        other = self.host_info_at(j)
         target = "/" if r() < 0.5 else self.host_paths(other)[int(r() * other.pages)]
         url = other.origin + target
         return url, (url[5:] if r() < 0.05 else url)  # now and then protocol-relative: //host:port/…

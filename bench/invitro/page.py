@@ -92,7 +92,7 @@ def write_page(web: WebModel, info: HostInfo, i: int, rng: random.Random, size: 
     out.append(f'<header class="site">\n<p class="brand">{info.name}</p>\n</header>\n'.encode())
     out.append(b'<nav aria-label="site">\n<ul>\n')
     head = len(links)
-    _write_nav(web, table, info, i, base_dir, base_href or url, links, rng, out)
+    write_nav(web, table, info, i, base_dir, base_href or url, links, rng, out)
     out.append(f'</ul>\n</nav>\n<main id="main">\n<article>\n<h1>{title}</h1>\n'.encode())
     count = round(info.degree * math.exp(0.4 * rng.gauss(0.0, 1.0) - 0.08))  # the page's <a> links, nav included
     count = min(count, int(4 * web.params.mean_links) + 1) - (len(links) - head)
@@ -107,7 +107,7 @@ def write_page(web: WebModel, info: HostInfo, i: int, rng: random.Random, size: 
     return Page(b"".join(out), [k[0] for k in links], [k[3] for k in links], [k[2] for k in links])
 
 
-def _write_nav(
+def write_nav(
     web: WebModel,
     table: HostTable,
     info: HostInfo,

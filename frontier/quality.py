@@ -1,0 +1,331 @@
+"""The crawl-time host quality filter, pure: a host's first pages → a feature vector → a score → stop or slow it.
+
+The spec is the NADINE report's web-quality paper (``shared/papers/bubing-nadine.md`` §1.B): a
+small content-only feature set computed on a sample of a new site's pages plus a BM25 vector of
+the site's *virtual document* (the union of its pages) over a vocabulary learnt from a crawl,
+plus the number of hosts its IP serves. The engine reads each page (``engine/quality_text.py``:
+HTML → :class:`PageText`); everything after that is here, so ``crawl learn quality``
+(``engine/learn_quality.py``, ``frontier/quality_train.py``) and the crawl build a host's vector
+with the same code.
+
+* :meth:`Model.add_page` adds one page's :class:`PageText` to a :class:`HostSample`, the sums of
+  a host's first ``n`` pages' features and its term counts over the vocabulary;
+* :meth:`Model.vector`: the host vector, :data:`CONTENT_FEATURES` (ratios of the sums: a mean
+  per page, or per word for the word-level ones) then BM25 weights of the virtual document,
+  ``IDF·(k1+1)·tf/(K + tf)``, ``K = k1·((1−b) + b·dl/avdl)``, ``IDF = log((N − n + 0.5)/(n + 0.5))``
+  with **k1 = 1.2, b = 0.75** (the report gives none; these are Robertson's usual values), N, n
+  and avdl from the training hosts;
+* :meth:`Model.score`: the classifier, a standardised ridge logistic regression or a random
+  forest evaluated from its node arrays with numpy (no pickle is loaded and scikit-learn is
+  not imported by a crawl);
+* :class:`QualityFilter`: per host, pages until ``n``, then one score and a verdict; the
+  accumulator is freed once the host is scored, so memory per host in progress is bounded by
+  the vocabulary (its term counts) and a judged host costs one set entry.
+
+A model folder holds ``model.json`` (vocabulary, IDF, popular words, trigram table, scaler,
+classifier) and, for a forest, ``forest.npz``; ``report.md`` is for people.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+K1 = 1.2
+B = 0.75
+TRIGRAM_WORDS = 64  # the n-gram statistics read a page's first words only: their cost per page is bounded
+ACTIONS = ("stop", "deprioritize")
+DEPRIORITIZED_DELAY = 60.0  # seconds at least between two fetches of a deprioritized host
+MODEL_FILE = "model.json"
+FOREST_FILE = "forest.npz"
+
+CONTENT_FEATURES = (
+    "words_per_page",
+    "title_words_per_page",
+    "mean_word_length",
+    "anchor_text_fraction",
+    "visible_text_fraction",
+    "compression_ratio",
+    "popular_word_fraction",  # the page's words that are popular words
+    "popular_words_found",  # the popular words that occur on the page (mean over pages)
+    "trigram_likelihood",  # −mean log P of the page's word trigrams under the training corpus
+    "trigram_seen_fraction",  # the page's trigrams the training corpus holds
+    "hosts_per_ip",
+)
+
+
+def encode_word(word: bytes) -> str:
+    """A token (bytes, UTF-8 as served) as model.json keeps it: latin-1 maps each byte to one character."""
+    return word.decode("latin-1")
+
+
+@dataclass(slots=True)
+class PageText:
+    """What the engine reads off one HTML page (``engine/quality_text.py``)."""
+
+    html_bytes: int  # the HTML looked at
+    text_bytes: int  # its visible text: its words joined by single spaces
+    compressed_bytes: int  # the visible text compressed (ISA-L zlib, level 1: deflate as zlib -1 at 2x its speed)
+    title_words: int
+    anchor_words: int  # words inside <a> elements
+    words: list[bytes]  # the visible words, lower-case, in order
+
+
+@dataclass(slots=True)
+class HostSample:
+    """The running sums of a host's pages: each feature's, and the virtual document's vocabulary term counts."""
+
+    pages: int = 0
+    words: int = 0
+    letters: int = 0
+    title_words: int = 0
+    anchor_words: int = 0
+    text_bytes: int = 0
+    html_bytes: int = 0
+    compressed_bytes: int = 0
+    popular_words: int = 0  # words that are popular words
+    popular_found: int = 0  # distinct popular words, summed over the pages
+    trigram_logp: float = 0.0
+    trigrams: int = 0
+    trigrams_seen: int = 0
+    terms: Counter[bytes] = field(default_factory=Counter)  # vocabulary words only: bounded by the vocabulary
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else 0.0
+
+
+@dataclass
+class Model:
+    """What ``crawl learn quality`` learnt: the vocabulary and corpus statistics, and the classifier."""
+
+    pages: int  # n: pages per host the model was trained on, and the default the crawl samples
+    vocabulary: list[str]
+    idf: list[float]
+    avdl: float  # mean words of a training host's virtual document
+    popular: list[str]
+    trigrams: dict[str, float]  # "a b c" → log P
+    trigram_floor: float  # log P of a trigram the table lacks
+    mean: list[float]  # standardisation of the whole vector (the logistic regression's input)
+    scale: list[float]
+    classifier: dict[str, Any]  # {"kind": "logistic", "coef": [...], "intercept": x} or {"kind": "forest"}
+    forest: dict[str, np.ndarray] | None = None  # the forest's node arrays (forest.npz)
+
+    def __post_init__(self) -> None:
+        self._index = {word.encode("latin-1"): i for i, word in enumerate(self.vocabulary)}
+        self._popular = frozenset(word.encode("latin-1") for word in self.popular)
+        self._trigrams = {tuple(k.encode("latin-1").split(b" ")): v for k, v in self.trigrams.items()}
+        self._idf = np.asarray(self.idf, dtype=np.float64)
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [*CONTENT_FEATURES, *(f"bm25:{word}" for word in self.vocabulary)]
+
+    # -- a page, a host ------------------------------------------------------------------------
+
+    def add_page(self, sample: HostSample, text: PageText) -> None:
+        """Add a page to a host's sums. Every per-word step is a C-level pass (set, map, filter,
+        Counter.update over an iterator): this runs on the crawl's hot path."""
+        words = text.words
+        popular = self._popular
+        sample.pages += 1
+        sample.words += len(words)
+        sample.letters += text.text_bytes - max(0, len(words) - 1)  # the text is the words joined by single spaces
+        sample.title_words += text.title_words
+        sample.anchor_words += text.anchor_words
+        sample.text_bytes += text.text_bytes
+        sample.html_bytes += text.html_bytes
+        sample.compressed_bytes += text.compressed_bytes
+        hits = list(filter(popular.__contains__, words))
+        sample.popular_words += len(hits)
+        sample.popular_found += len(set(hits))
+        sample.terms.update(filter(self._index.__contains__, words))
+        head = words[:TRIGRAM_WORDS]
+        found = [p for p in map(self._trigrams.get, zip(head, head[1:], head[2:])) if p is not None]
+        n = max(0, len(head) - 2)
+        sample.trigram_logp += sum(found) + (n - len(found)) * self.trigram_floor
+        sample.trigrams += n
+        sample.trigrams_seen += len(found)
+
+    def content(self, sample: HostSample, hosts_per_ip: int) -> list[float]:
+        """The host's :data:`CONTENT_FEATURES`."""
+        s = sample
+        return [
+            _ratio(s.words, s.pages),
+            _ratio(s.title_words, s.pages),
+            _ratio(s.letters, s.words),
+            _ratio(s.anchor_words, s.words),
+            _ratio(s.text_bytes, s.html_bytes),
+            _ratio(s.text_bytes, s.compressed_bytes),
+            _ratio(s.popular_words, s.words),
+            _ratio(s.popular_found, s.pages * max(1, len(self.popular))),
+            -_ratio(s.trigram_logp, s.trigrams),
+            _ratio(s.trigrams_seen, s.trigrams),
+            float(hosts_per_ip),
+        ]
+
+    def bm25(self, sample: HostSample) -> np.ndarray:
+        """The BM25 weights of the host's virtual document over the vocabulary."""
+        weights = np.zeros(len(self.vocabulary))
+        terms = sample.terms
+        if not terms:
+            return weights
+        index = self._index
+        at = np.fromiter((index[w] for w in terms), dtype=np.int64, count=len(terms))
+        tf = np.fromiter(terms.values(), dtype=np.float64, count=len(terms))
+        k = K1 * ((1 - B) + B * _ratio(sample.words, self.avdl))
+        weights[at] = self._idf[at] * (K1 + 1) * tf / (k + tf)
+        return weights
+
+    def vector(self, sample: HostSample, hosts_per_ip: int) -> np.ndarray:
+        return np.concatenate((np.asarray(self.content(sample, hosts_per_ip)), self.bm25(sample)))
+
+    # -- the classifier --------------------------------------------------------------------------
+
+    def score(self, vector: np.ndarray) -> float:
+        """The probability that the host is spam (low quality), in [0, 1]."""
+        c = self.classifier
+        if c["kind"] == "logistic":
+            z = (vector - np.asarray(self.mean)) / np.asarray(self.scale)
+            return 1.0 / (1.0 + math.exp(-(float(np.dot(c["coef"], z)) + c["intercept"])))
+        assert self.forest is not None
+        return forest_probability(self.forest, vector)
+
+    # -- files -----------------------------------------------------------------------------------
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        data = {name: getattr(self, name) for name in (
+            "pages", "vocabulary", "idf", "avdl", "popular", "trigrams", "trigram_floor", "mean", "scale", "classifier")}
+        data = {"version": 1, "k1": K1, "b": B, "features": list(CONTENT_FEATURES), **data}
+        (folder / MODEL_FILE).write_bytes(orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY))
+        if self.forest is not None:
+            np.savez_compressed(folder / FOREST_FILE, **self.forest)  # type: ignore[arg-type]  # numpy stubs read the names as allow_pickle
+
+    @classmethod
+    def load(cls, folder: Path) -> Model:
+        """The model of ``folder``; ValueError naming what is wrong with it."""
+        try:
+            data = orjson.loads((folder / MODEL_FILE).read_bytes())
+        except (OSError, orjson.JSONDecodeError) as e:
+            raise ValueError(f"{folder} holds no quality model ({MODEL_FILE}): {e}") from None
+        if data.get("version") != 1 or data.get("features") != list(CONTENT_FEATURES):
+            raise ValueError(f"{folder}/{MODEL_FILE} is not a quality model of this version (crawl learn quality)")
+        forest = None
+        if data["classifier"]["kind"] == "forest":
+            with np.load(folder / FOREST_FILE) as arrays:
+                forest = {name: arrays[name] for name in arrays.files}
+        fields = ("pages", "vocabulary", "idf", "avdl", "popular", "trigrams", "trigram_floor", "mean", "scale",
+                  "classifier")
+        return cls(**{name: data[name] for name in fields}, forest=forest)
+
+
+def forest_arrays(trees: Iterable[Any]) -> dict[str, np.ndarray]:
+    """A fitted forest's trees (scikit-learn ``tree_`` objects) as padded node arrays, one row per tree."""
+    trees = list(trees)
+    width = max(t.node_count for t in trees)
+    left = np.full((len(trees), width), -1, dtype=np.int32)
+    right = np.full((len(trees), width), -1, dtype=np.int32)
+    feature = np.zeros((len(trees), width), dtype=np.int32)
+    threshold = np.zeros((len(trees), width))
+    spam = np.zeros((len(trees), width))
+    for i, t in enumerate(trees):
+        n = t.node_count
+        left[i, :n], right[i, :n] = t.children_left, t.children_right
+        feature[i, :n] = np.maximum(t.feature, 0)
+        threshold[i, :n] = t.threshold
+        value = t.value[:, 0, :]
+        spam[i, :n] = value[:, 1] / value.sum(axis=1)
+    depth = max(t.max_depth for t in trees)
+    return {"left": left, "right": right, "feature": feature, "threshold": threshold, "spam": spam,
+            "depth": np.asarray(depth)}
+
+
+def forest_probability(forest: dict[str, np.ndarray], vector: np.ndarray) -> float:
+    """The forest's mean leaf probability of spam for one vector: all trees walked at once, level by level."""
+    left, right = forest["left"], forest["right"]
+    rows = np.arange(left.shape[0])
+    node = np.zeros(left.shape[0], dtype=np.int64)
+    for _ in range(int(forest["depth"])):
+        go_left = vector[forest["feature"][rows, node]] <= forest["threshold"][rows, node]
+        child = np.where(go_left, left[rows, node], right[rows, node])
+        node = np.where(child >= 0, child, node)  # a leaf (no child) stays
+    return float(forest["spam"][rows, node].mean())
+
+
+# -- the crawl-time filter ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A host scored once its ``pages`` pages were in: ``action`` is "stop", "deprioritize" or "keep"."""
+
+    host: str  # scheme://authority
+    score: float
+    action: str
+    pages: int
+    hosts_per_ip: int
+
+
+class QualityFilter:
+    """Per host: page features until ``pages`` pages, then a score and a verdict (see the module docstring).
+
+    The frontier calls :meth:`wants` before the engine reads a page and :meth:`add` with the
+    page's text; the verdict's action is "keep" below ``threshold``, else ``action``.
+    """
+
+    def __init__(self, model: Model, *, threshold: float, pages: int, action: str) -> None:
+        if action not in ACTIONS:
+            raise ValueError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
+        self.model = model
+        self.threshold = threshold
+        self.pages = pages
+        self.action = action
+        self.samples: dict[str, HostSample] = {}
+        self.judged: set[str] = set()
+        self.stopped: set[str] = set()  # hosts whose later links are dropped
+        self.deprioritized: set[str] = set()  # hosts fetched slowly
+        self.stopped_on_ip: Counter[str] = Counter()  # a stopped host leaves its IP's entry but still counts
+        self.counts: Counter[str] = Counter()
+
+    def wants(self, host: str) -> bool:
+        """The host is not scored yet: its next page is read."""
+        return host not in self.judged
+
+    def add(self, host: str, text: PageText, ip: str | None, hosts_on_ip: int) -> Verdict | None:
+        """Add a page of ``host`` (at ``ip``, whose workbench entry holds ``hosts_on_ip`` hosts); the verdict
+        once it is the host's ``pages``-th page."""
+        sample = self.samples.get(host)
+        if sample is None:
+            sample = self.samples[host] = HostSample()
+        self.model.add_page(sample, text)
+        self.counts["pages_read"] += 1
+        if sample.pages < self.pages:
+            return None
+        del self.samples[host]
+        self.judged.add(host)
+        hosts_per_ip = hosts_on_ip + (self.stopped_on_ip[ip] if ip is not None else 0)
+        score = self.model.score(self.model.vector(sample, hosts_per_ip))
+        action = self.action if score >= self.threshold else "keep"
+        self.counts["hosts_scored"] += 1
+        if action == "stop":
+            self.stopped.add(host)
+            if ip is not None:
+                self.stopped_on_ip[ip] += 1
+            self.counts["hosts_stopped"] += 1
+        elif action == "deprioritize":
+            self.deprioritized.add(host)
+            self.counts["hosts_deprioritized"] += 1
+        return Verdict(host, score, action, sample.pages, hosts_per_ip)
+
+    def statistics(self) -> dict[str, int]:
+        """Counts for stats.json: pages read, hosts scored, stopped, deprioritized, and hosts in progress."""
+        return {"pages_read": 0, "hosts_scored": 0, "hosts_stopped": 0, "hosts_deprioritized": 0,
+                **self.counts, "hosts_sampling": len(self.samples)}

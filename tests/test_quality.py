@@ -1,0 +1,249 @@
+"""The host quality filter's parts: the page reader on fixed pages (golden values), the features and
+BM25 of a hand-made model, the forest evaluator against scikit-learn, the filter's decision in the
+frontier (n pages, then one score; stop drops queued and later URLs; memory freed), config errors."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import config as configuration
+from engine.quality_text import page_text
+from frontier.frontier import Frontier, FrontierSettings
+from frontier.quality import CONTENT_FEATURES, HostSample, Model, PageText, QualityFilter, forest_arrays, forest_probability
+
+PAGE = (
+    b"<!DOCTYPE html><html><head><title>Cheap Pills Online</title><style>p{color:red}</style></head>\n"
+    b'<body><h1>Buy cheap pills</h1><script>var x = "hidden words";</script>\n'
+    b'<p>Cheap pills, cheap PILLS! <a href="/a">best <b>offer</b></a> today.</p><!-- a comment --></body></html>\n'
+)
+WORDS = b"buy cheap pills cheap pills cheap pills best offer today".split()
+
+
+def test_page_text_reads_the_visible_words_of_the_body() -> None:
+    text = page_text(PAGE)
+    assert text.words == WORDS  # script, style, comment and the head left out; lower case; punctuation gone
+    assert text.title_words == 3
+    assert text.anchor_words == 2  # "best offer", through the nested <b>
+    assert text.html_bytes == len(PAGE) - PAGE.index(b"<body")
+    assert text.text_bytes == len(b" ".join(WORDS)) == 56
+    assert text.compressed_bytes == 41  # deflate of the repetitive text, zlib framing included
+
+
+def test_page_text_of_odd_pages() -> None:
+    assert page_text(b"").words == [] and page_text(b"").compressed_bytes == 0
+    no_body = page_text(b"<p>Caf\xc3\xa9 na\xc3\xafve 42</p>")
+    assert no_body.words == [b"caf\xc3\xa9", b"na\xc3\xafve", b"42"]  # UTF-8 letters stay inside their word
+    long = page_text(b"<body><p>first</p>" + b"<p>word</p>" * 2000 + b"<footer><a href=/x>last links</a></footer>")
+    assert long.html_bytes <= 3072 + 1 and len(long.words) < 300  # only both ends are read: the cost per page is bounded
+    assert long.words[:2] == [b"first", b"word"] and long.words[-3:] == [b"word", b"last", b"links"]
+    assert long.anchor_words == 2
+
+
+def model(**changes: object) -> Model:
+    n = len(CONTENT_FEATURES) + 3
+    fields: dict[str, object] = dict(
+        pages=3, vocabulary=["cheap", "pills", "offer"], idf=[1.0, 2.0, 0.5], avdl=10.0, popular=["cheap", "today"],
+        trigrams={"cheap pills cheap": math.log(0.5)}, trigram_floor=math.log(0.01),
+        mean=[50.0] + [0.0] * (n - 1), scale=[10.0] + [1.0] * (n - 1),
+        classifier={"kind": "logistic", "coef": [1.0] + [0.0] * (n - 1), "intercept": 0.0},
+    )
+    fields.update(changes)
+    return Model(**fields)  # type: ignore[arg-type]
+
+
+def test_page_features_and_host_vector_golden() -> None:
+    m = model()
+    sample = HostSample()
+    m.add_page(sample, page_text(PAGE))
+    f = sample
+    assert (f.pages, f.words, f.letters, f.title_words, f.anchor_words) == (1, 10, 47, 3, 2)
+    assert (f.popular_words, f.popular_found) == (4, 2)  # cheap ×3, today; two popular words found
+    assert f.terms == {b"cheap": 3, b"pills": 3, b"offer": 1}
+    assert (f.trigrams, f.trigrams_seen) == (8, 2)
+    assert f.trigram_logp == pytest.approx(2 * math.log(0.5) + 6 * math.log(0.01))
+    content = m.content(sample, hosts_per_ip=7)
+    assert content[:4] == [10.0, 3.0, 4.7, 0.2]
+    assert content[6:8] == [0.4, 1.0] and content[-1] == 7.0  # both popular words are on the page
+    assert content[8] == pytest.approx(-(2 * math.log(0.5) + 6 * math.log(0.01)) / 8)
+    # BM25 with k1 = 1.2, b = 0.75: dl = avdl, so K = k1
+    assert m.bm25(sample) == pytest.approx([1.0 * 2.2 * 3 / 4.2, 2.0 * 2.2 * 3 / 4.2, 0.5 * 2.2 * 1 / 2.2])
+    m.add_page(sample, page_text(PAGE))  # a second page: dl = 2 avdl, K = 1.2 (0.25 + 1.5)
+    assert m.bm25(sample)[2] == pytest.approx(0.5 * 2.2 * 2 / (1.2 * 1.75 + 2))
+
+
+def test_the_forest_evaluator_agrees_with_scikit_learn(tmp_path: Path) -> None:
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(300, 6))
+    y = (x[:, 0] + x[:, 1] * x[:, 2] + rng.normal(scale=0.5, size=300) > 0).astype(int)
+    forest = RandomForestClassifier(n_estimators=25, random_state=0).fit(x, y)
+    arrays = forest_arrays(tree.tree_ for tree in forest.estimators_)
+    m = model(classifier={"kind": "forest"}, forest=arrays)
+    m.save(tmp_path)
+    loaded = Model.load(tmp_path)
+    probe = rng.normal(size=(50, 6))
+    expected = forest.predict_proba(probe)[:, 1]
+    assert [loaded.score(v) for v in probe] == pytest.approx(list(expected), abs=1e-12)
+    assert [forest_probability(arrays, v) for v in probe] == pytest.approx(list(expected), abs=1e-12)
+
+
+def test_a_model_folder_round_trips(tmp_path: Path) -> None:
+    m = model()
+    m.save(tmp_path)
+    loaded = Model.load(tmp_path)
+    vector = m.vector(HostSample(), 3)
+    assert loaded.score(vector) == m.score(vector)
+    (tmp_path / "model.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a quality model"):
+        Model.load(tmp_path)
+
+
+# -- the decision, in the frontier ---------------------------------------------------------------
+
+SPAM = PageText(1000, 800, 100, 3, 0, [b"cheap"] * 100)  # 100 words a page: score ≈ sigmoid(5)
+GOOD = PageText(1000, 300, 150, 3, 0, [b"river"] * 10)  # 10 words: score ≈ sigmoid(-4)
+
+
+def crawl(tmp_path: Path, action: str, pages: int = 3) -> tuple[Frontier, QualityFilter, list[str]]:
+    """Two hosts of 20 pages each, linked from their front pages; each fetched page goes to the filter."""
+    quality = QualityFilter(model(), threshold=0.5, pages=pages, action=action)
+    f = Frontier(tmp_path / "frontier", FrontierSettings(host_delay=1.0, ip_delay=0.0, sieve_flush_interval=0.0,
+                                                         workbench_bytes=1 << 20, sieve_bucket_bytes=1 << 12),
+                 quality=quality)
+    hosts = {"http://spam.test": SPAM, "http://good.test": GOOD}
+    f.discover([f"{h}/" for h in hosts])
+    fetched: list[str] = []
+    now = 0.0
+    for _ in range(10_000):
+        if f.wants_flush(now):
+            f.flush()
+            f.flush_sieve(now, now)
+        for vs in f.distribute(now):
+            f.resolved(vs, "10.0.0.1")
+        vs = f.acquire(now)
+        if vs is None:
+            deadline = f.next_deadline()
+            if deadline is None and f.idle():
+                break
+            now = max(now + 0.01, deadline or 0.0)
+            continue
+        url = f.next_url(vs)
+        fetched.append(url)
+        f.succeeded(vs)
+        f.release(vs, now)
+        host = url.rsplit("/", 1)[0]
+        if f.quality_wants(url):
+            f.quality_page(url, hosts[host])
+        if url.endswith("/"):  # the front page links every page of its host, and the other host's pages
+            others = [f"{h}/p{i}" for h in hosts for i in range(20)]
+            f.discover(others, url)
+    return f, quality, fetched
+
+
+def test_stop_cuts_a_host_off_after_n_pages(tmp_path: Path) -> None:
+    f, quality, fetched = crawl(tmp_path, "stop")
+    spam = [u for u in fetched if u.startswith("http://spam.test")]
+    good = [u for u in fetched if u.startswith("http://good.test")]
+    assert len(spam) == 3  # n pages, then the score, then nothing more
+    assert len(good) == 21  # the good host is crawled to the end
+    stats = f.statistics()
+    assert stats.drops["purged_quality"] == 21 - 3  # its queued URLs, dropped and counted
+    later = [f"http://spam.test/p{i}" for i in range(25)]
+    assert f.discover(later, "http://good.test/p1") == 0
+    assert f.statistics().drops["quality"] == 25  # later links to it, dropped before the URL cache and the sieve
+    assert stats.quality == {"pages_read": 6, "hosts_scored": 2, "hosts_stopped": 1, "hosts_deprioritized": 0,
+                             "hosts_sampling": 0}
+    assert quality.samples == {}  # every accumulator freed once its host was scored
+    assert quality.judged == {"http://spam.test", "http://good.test"}
+
+
+def test_a_host_is_scored_once_on_its_first_n_pages(tmp_path: Path) -> None:
+    verdicts = []
+    quality = QualityFilter(model(), threshold=0.5, pages=3, action="stop")
+    for i in range(3):
+        assert quality.wants("http://spam.test")
+        verdicts.append(quality.add("http://spam.test", SPAM, "10.0.0.1", hosts_on_ip=4))
+    assert verdicts[:2] == [None, None]
+    verdict = verdicts[2]
+    assert verdict is not None and verdict.action == "stop" and verdict.pages == 3 and verdict.hosts_per_ip == 4
+    assert verdict.score == pytest.approx(1 / (1 + math.exp(-5)))
+    assert not quality.wants("http://spam.test")
+    # the next host of that IP counts the stopped one, though it left the IP's workbench entry
+    for _ in range(3):
+        last = quality.add("http://other.test", GOOD, "10.0.0.1", hosts_on_ip=3)
+    assert last is not None and last.action == "keep" and last.hosts_per_ip == 4
+
+
+def test_deprioritize_slows_a_host_down(tmp_path: Path) -> None:
+    f, quality, fetched = crawl(tmp_path, "deprioritize")
+    assert quality.deprioritized == {"http://spam.test"}
+    spam = f.distributor.host_to_visit_state["http://spam.test"]
+    assert spam.host_delay == f.quality_delay == 60.0
+    assert sum(u.startswith("http://spam.test") for u in fetched) == 21  # slowly, but to the end
+    f.set_delays(host_delay=2.0)  # a live change of politeness keeps it slow
+    assert spam.host_delay == 60.0 and f.distributor.host_to_visit_state["http://good.test"].host_delay == 2.0
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "problem"),
+    [
+        ("quality.threshold=1.5", "quality.threshold", "must lie between 0 and 1"),
+        ("quality.threshold=high", "quality.threshold", "expected a number"),
+        ("quality.pages=0", "quality.pages", "must be at least 1"),
+        ("quality.action=ban", "quality.action", "must be stop or deprioritize"),
+        ("quality.model=/nonexistent/model", "quality.model", "/nonexistent/model does not exist"),
+        ("quality.modle=x", "quality.modle", "unknown key"),
+    ],
+)
+def test_config_errors_name_the_key(override: str, key: str, problem: str) -> None:
+    with pytest.raises(configuration.ConfigError) as e:
+        configuration.load(None, [override])
+    assert e.value.key == key and problem in e.value.problem
+
+
+def test_a_model_folder_without_a_model_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(configuration.ConfigError, match="holds no model.json"):
+        configuration.load(None, [f"quality.model={tmp_path}"])
+    model().save(tmp_path)
+    assert configuration.load(None, [f"quality.model={tmp_path}"]).quality.model == str(tmp_path)
+
+
+def test_learn_quality_refuses_bad_arguments_naming_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from engine.cli import main
+
+    def run(*argv: str) -> tuple[int, str]:
+        status = main(["learn", "quality", "--out", str(tmp_path / "m"), *argv])
+        return status, capsys.readouterr().err
+
+    labels = tmp_path / "hosts.csv"
+    labels.write_text("host,label,kind\nh00001.web.test,1,farm\n")
+    assert run("--crawl", str(tmp_path)) == (2, "crawl: config error: --labels: crawl learn quality needs --labels "
+                                               "hosts.csv and --crawl OUT_DIR\n")
+    status, err = run("--labels", str(labels), "--crawl", str(tmp_path))
+    assert status == 2 and err.startswith("crawl: config error: --crawl: no WARC files in"), err
+    labels.write_text("h00001.web.test,spam\n")
+    status, err = run("--labels", str(labels), "--crawl", str(tmp_path))
+    assert status == 2 and "--labels" in err and "label 0 or 1" in err, err
+    status, err = run("--labels", str(labels), "--crawl", str(tmp_path), "--pages", "0")
+    assert status == 2 and err.startswith("crawl: config error: --pages: must be at least 1"), err
+
+
+def test_a_host_score_record_is_no_page_when_the_graph_is_rebuilt(tmp_path: Path) -> None:
+    from store import recovery
+    from store.archive import Archive
+    from tests.test_archive import INFO, page, settings, store
+
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        for k in range(3):
+            store(archive, f"http://h.test/{k}", page(k), links=(f"http://h.test/{k + 1}",))
+            archive.store_metadata("http://h.test/", [("hostQualityScore", "0.9")], 1_700_000_000.0)
+    [warc] = tmp_path.glob("*.warc.gz")
+    [graph] = tmp_path.glob("*.graph")
+    graph.unlink()
+    rebuilt = recovery.rebuild(tmp_path, warc.name, graph=True)
+    assert rebuilt.graph_pages == 3  # the three pages, not the score records that follow them
