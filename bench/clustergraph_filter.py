@@ -56,7 +56,7 @@ from bench.runner import RESULTS_DIR, machine, write_result
 from frontier.clustergraph.model import ClusterFilter, Model, Params
 from frontier.clustergraph.train import SampleRecord, train
 from frontier.clustergraph.urls import in_scope
-from frontier.frontier import FrontierSettings
+from frontier.settings import FrontierSettings
 from frontier.url_cache import UrlCache
 from frontier.urls import canonicalize
 

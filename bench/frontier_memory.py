@@ -26,7 +26,8 @@ from pathlib import Path
 import orjson
 
 from engine.stats import rss_bytes
-from frontier.frontier import Frontier, FrontierSettings
+from frontier.frontier import Frontier
+from frontier.settings import FrontierSettings
 from frontier.visit_state import VisitState
 from frontier.workbench import Workbench
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 from engine.config import Config, ConfigError, describe
 from frontier.filters import PhaseFilters
-from frontier.frontier import Frontier, FrontierSettings, FrontierStatistics
+from frontier.frontier import Frontier
 from frontier.policy import build
 from frontier.quality import Model, QualityFilter
 from frontier.scope import Scope
+from frontier.settings import FrontierSettings, FrontierStatistics
 from store.archive import Archive, config_digest
 
 

@@ -36,14 +36,22 @@ from engine.resume import InFlightSlots
 from engine.stats import write_json
 from engine.supervisor import MANIFEST
 from frontier import snapshot
-from frontier.frontier import Frontier, FrontierSettings
+from frontier.frontier import Frontier
+from frontier.settings import FrontierSettings
 from frontier.sieve import SLOT_BYTES, MercatorSieve
 from frontier.virtualizer import WorkbenchVirtualizer
 from store import cdxj
 from store.archive import Archive
 from store.errors import StoreFull
 from store.warc import Exchange
-from tests.invitro_harness import WebThread, crawl_command, page_requests, reachable, run_crawl, url_of
+from tests.invitro_harness import (
+    WebThread,
+    crawl_command,
+    page_requests,
+    reachable,
+    run_crawl,
+    url_of,
+)
 
 INFO = {"software": "crawl/test", "format": "WARC File Format 1.1"}
 REQUEST = b"GET / HTTP/1.1\r\nHost: h.test\r\n\r\n"

@@ -17,9 +17,10 @@ from pathlib import Path
 import hypothesis.strategies as st
 from hypothesis import given, settings
 
-from frontier.frontier import Frontier, FrontierSettings
+from frontier.frontier import Frontier
 from frontier.page import FetchedPage, LinkContext
 from frontier.policy import CrawlPolicy, Revisit
+from frontier.settings import FrontierSettings
 from frontier.urls import split
 from frontier.visit_state import Phase, VisitState
 

@@ -46,7 +46,8 @@ from hypothesis import example, given, settings
 
 import frontier.frontier as frontier_module
 from frontier import snapshot
-from frontier.frontier import Frontier, FrontierSettings
+from frontier.frontier import Frontier
+from frontier.settings import FrontierSettings
 from frontier.sieve import MercatorSieve
 from frontier.urls import split
 from frontier.virtualizer import WorkbenchVirtualizer

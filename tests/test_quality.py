@@ -12,8 +12,17 @@ import pytest
 
 from engine import config as configuration
 from engine.quality_text import page_text
-from frontier.frontier import Frontier, FrontierSettings
-from frontier.quality import CONTENT_FEATURES, HostSample, Model, PageText, QualityFilter, forest_arrays, forest_probability
+from frontier.frontier import Frontier
+from frontier.quality import (
+    CONTENT_FEATURES,
+    HostSample,
+    Model,
+    PageText,
+    QualityFilter,
+    forest_arrays,
+    forest_probability,
+)
+from frontier.settings import FrontierSettings
 
 PAGE = (
     b"<!DOCTYPE html><html><head><title>Cheap Pills Online</title><style>p{color:red}</style></head>\n"

@@ -18,10 +18,11 @@ from pathlib import Path
 import hypothesis.strategies as st
 from hypothesis import example, given, settings
 
-from frontier.frontier import Frontier, FrontierSettings
+from frontier.frontier import Frontier
 from frontier.page import LinkContext
 from frontier.policies.shallow_first import ShallowFirst
 from frontier.policy import CrawlPolicy
+from frontier.settings import FrontierSettings
 from frontier.visit_state import VisitState
 from tests.test_frontier import FrontierHarness
 

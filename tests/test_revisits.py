@@ -10,10 +10,11 @@ from pathlib import Path
 import hypothesis.strategies as st
 from hypothesis import example, given, settings
 
-from frontier.frontier import Frontier, FrontierSettings
+from frontier.frontier import Frontier
 from frontier.page import FetchedPage
 from frontier.policy import CrawlPolicy, Revisit
 from frontier.revisits import RevisitSchedule
+from frontier.settings import FrontierSettings
 from frontier.virtualizer import WorkbenchVirtualizer
 from tests.test_frontier import FrontierHarness, url
 

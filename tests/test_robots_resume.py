@@ -20,8 +20,15 @@ import pytest
 
 from bench.invitro import WebParams
 from engine.robots import RobotsRules
-from frontier.frontier import Frontier, FrontierSettings
-from tests.invitro_harness import USER_AGENT, WebThread, crawl_command, run_crawl, when_logged
+from frontier.frontier import Frontier
+from frontier.settings import FrontierSettings
+from tests.invitro_harness import (
+    USER_AGENT,
+    WebThread,
+    crawl_command,
+    run_crawl,
+    when_logged,
+)
 
 WEB = WebParams(hosts=6, hosts_per_ip=2, mean_pages=20, max_pages=30, mean_links=15, page_bytes=3000)
 SETTINGS = ["politeness.host_delay=0.2", "politeness.ip_delay=0.05", "engine.fetchers=20",

@@ -22,8 +22,9 @@ from bench.invitro import WebModel, WebParams
 from bench.invitro.traps import LONG_URLS, PREFIXES, REDIRECTED_LENGTH, long_target
 from engine import config as configuration
 from frontier.filters import compile_filter
-from frontier.frontier import Frontier, FrontierSettings
+from frontier.frontier import Frontier
 from frontier.scope import Scope
+from frontier.settings import FrontierSettings
 from frontier.shapes import MAX_LIMIT, ShapeBudget
 from tests.invitro_harness import WebThread, page_requests, reachable, run_crawl, url_of
 
