@@ -317,16 +317,10 @@ class WarcStore:
         out_name = self._ensure_open()
         block = warc_fields(fields)
         record_id, date, digest = _record_id(), warc_date(when), _digest(block)
-        record = _record(
-            f"WARC-Type: metadata\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n"
-            f"WARC-Target-URI: {_field_value(uri)}\r\nWARC-Warcinfo-ID: {self._warcinfo_id}\r\n"
-            f"Content-Type: application/warc-fields\r\nWARC-Block-Digest: {digest}\r\n",
-            (block,),
-        )
-        member = self._compress(record)
-        offset = self._size
-        self._write(member, len(record), records=1)
-        return Capture("metadata", out_name, offset, len(member), record_id, date, digest)
+        head = (f"WARC-Type: metadata\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n"
+                f"WARC-Target-URI: {_field_value(uri)}\r\nWARC-Warcinfo-ID: {self._warcinfo_id}\r\n"
+                f"Content-Type: application/warc-fields\r\nWARC-Block-Digest: {digest}\r\n")
+        return self._store_alone(out_name, "metadata", head, block, record_id, date, digest)
 
     def store_dns(self, host: str, addresses: Sequence[str], resolved_at: float, ttl: int) -> Capture:
         """A DNS answer as a ``response`` record for ``dns:host`` (Heritrix's form)."""
@@ -334,16 +328,19 @@ class WarcStore:
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(resolved_at))
         block = (stamp + "\n" + "".join(f"{host}.\t{ttl}\tIN\tA\t{a}\n" for a in addresses)).encode()
         record_id, date, digest = _record_id(), warc_date(resolved_at), _digest(block)
-        record = _record(
-            f"WARC-Type: response\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n"
-            f"WARC-Target-URI: dns:{_field_value(host)}\r\nWARC-Warcinfo-ID: {self._warcinfo_id}\r\n"
-            f"Content-Type: text/dns\r\nWARC-Block-Digest: {digest}\r\nWARC-Payload-Digest: {digest}\r\n",
-            (block,),
-        )
+        head = (f"WARC-Type: response\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n"
+                f"WARC-Target-URI: dns:{_field_value(host)}\r\nWARC-Warcinfo-ID: {self._warcinfo_id}\r\n"
+                f"Content-Type: text/dns\r\nWARC-Block-Digest: {digest}\r\nWARC-Payload-Digest: {digest}\r\n")
+        return self._store_alone(out_name, "response", head, block, record_id, date, digest)
+
+    def _store_alone(self, out_name: str, kind: str, head: str, block: bytes, record_id: str, date: str,
+                     digest: str) -> Capture:
+        """One record in a gzip member of its own, part of no fetch's group (a DNS answer, a host's metadata)."""
+        record = _record(head, (block,))
         member = self._compress(record)
         offset = self._size
         self._write(member, len(record), records=1)
-        return Capture("response", out_name, offset, len(member), record_id, date, digest)
+        return Capture(kind, out_name, offset, len(member), record_id, date, digest)
 
     def _ensure_open(self) -> str:
         if self._closed:
