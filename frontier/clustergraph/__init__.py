@@ -25,9 +25,10 @@ Where we go past the paper (each a ``Params`` field; ``literal=True`` restores t
 a number is never a literal token (``literal_numbers``: ``?page=2`` and ``?page=3`` are one
 cluster); rule V deletes clusters that are parameter views of another cluster's pages (sort
 orders, print views, tracking and session tags, actions: :mod:`~frontier.clustergraph.variants`,
-``views``) before edge deletion; rule T deletes leaf clusters whose sampled pages have almost
-no text of their own (forms and action pages: :mod:`~frontier.clustergraph.thin`, ``thin_words``)
-and rule F leaf clusters of syndication feeds (:mod:`~frontier.clustergraph.feeds`, ``feeds``);
+``views``) before edge deletion; rule T deletes clusters whose sampled pages have almost no
+text of their own (forms and action pages: :mod:`~frontier.clustergraph.thin`, ``thin_words``)
+and rule F clusters mostly of syndication feeds (:mod:`~frontier.clustergraph.feeds`, ``feeds``),
+unless one is the only kept way into another;
 rule D needs the pruned listing edge to have covered at least
 ``listing_cov`` of the content with ``listing_fan_out`` links per page (a template link is no
 listing); rule H has the digest's guard.

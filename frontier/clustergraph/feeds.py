@@ -1,4 +1,4 @@
-"""Rule F, ours and not the paper's: leaf clusters of syndication feeds.
+"""Rule F, ours and not the paper's: clusters mostly of syndication feeds.
 
 An RSS or Atom feed is, by the format's own account, an alternate of an HTML page: the latest
 entries of a stream, a journal or a board, which the site also shows as pages (it links the

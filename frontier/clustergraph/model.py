@@ -67,13 +67,13 @@ class Params(LearnedParams):
     """Rule V (not the paper's; off in literal mode): delete clusters whose URLs are another cluster's pages
     with word parameters added (sort orders, views, tracking, actions): ``frontier/clustergraph/variants.py``."""
     thin_words: float = 10.0
-    """Rule T (not the paper's; off in literal mode and at 0): delete leaf clusters whose sampled pages have
+    """Rule T (not the paper's; off in literal mode and at 0): delete clusters whose sampled pages have
     a median of fewer than this many words of their own (forms and action pages):
     ``frontier/clustergraph/thin.py``."""
     thin_pages: int = 4
     """…judging only clusters with at least this many sampled pages whose text was read."""
     feeds: bool = True
-    """Rule F (not the paper's; off in literal mode): delete leaf clusters whose sampled pages are
+    """Rule F (not the paper's; off in literal mode): delete clusters whose sampled pages are mostly
     syndication feeds (RSS, Atom), alternates of the HTML listings they repeat: ``frontier/clustergraph/feeds.py``."""
     literal_numbers: bool = False
     """A frequent all-digit token may stay literal (the paper: ``?page=2`` is then a cluster of its own);

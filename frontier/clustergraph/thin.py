@@ -1,4 +1,4 @@
-"""Rule T, ours and not the paper's: leaf clusters whose pages carry almost no text of their own.
+"""Rule T, ours and not the paper's: clusters whose pages carry almost no text of their own.
 
 Action pages (a reply or tell-a-friend form per post, a login page behind ``?returnto=`` per
 page, an invite form per contact) are as many as the pages that link them and link as those
