@@ -69,7 +69,7 @@ async def sample_source(client: SiteClient, inputs: _Inputs, max_pages: int,
             record = SamplePage(len(records), url, page.url, {}, {}, redirect_only=True)
         else:
             known.add(page.url)
-            record = SamplePage(len(records), url, page.url, dict(xpath_bag(page.document, params.body_only)), groups)
+            record = SamplePage(len(records), url, page.url, dict(xpath_bag(page.document, params.body_only, params.classes)), groups)
         records.append(record)
         keep(record)
     if not known:

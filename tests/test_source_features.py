@@ -63,6 +63,18 @@ def test_body_only_drops_head_leaves() -> None:
     assert bag == xpath_bag(document(AT01)) - Counter({"/html/head/title": 1})
 
 
+def test_classes_name_each_element_by_its_tag_and_first_class_token() -> None:
+    body = (b'<html><body class="layout-7"><div class=" entry  wide"><p class="text">x</p><p>y</p></div>'
+            b'<DIV CLASS="Nav"><a class="">z</a></DIV></body></html>')
+    assert xpath_bag(document(body), classes=True) == Counter({
+        "/html/body.layout-7/div.entry/p.text": 1,
+        "/html/body.layout-7/div.entry/p": 1,
+        "/html/body.layout-7/div.Nav/a": 1,
+    })
+    assert xpath_bag(document(body), body_only=True, classes=True) == xpath_bag(document(body), classes=True)
+    assert xpath_bag(document(body)) == Counter({"/html/body/div/p": 2, "/html/body/div/a": 1})
+
+
 def test_tags_are_lower_case_and_deep_trees_do_not_recurse() -> None:
     root = etree.Element("HTML")
     element = etree.SubElement(root, "Body")

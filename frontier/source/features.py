@@ -9,7 +9,8 @@ and returns plain strings. No network, no clock, no files.
   matter), counted. Comments and processing instructions are nodes of lxml's tree but
   not elements (their ``tag`` is no string): the walk skips them, so they are neither
   leaves nor children; the doctype is not in the tree. ``body_only`` keeps the leaves
-  under ``<body>`` (A5).
+  under ``<body>`` (A5). ``classes`` (ours, off in the paper's form) names each element of a
+  path by its tag and first class token (``div.entry-text``), as Apaths already carry classes.
 * :func:`apath` — the tag path to an anchor plus ``[class]`` (§2.3, A6): the class
   string with whitespace collapsed, tokens in source order, ``[]`` without a class; no
   ``id`` fallback.
@@ -62,18 +63,25 @@ def _tag(element: _Element) -> str:
     return str(element.tag).lower()
 
 
-def _leaf_paths(top: _Element, above: str) -> Iterator[str]:
+def _name(element: _Element) -> str:
+    """The tag and first class token of an element, ``div.entry-text`` (just ``div`` without a class)."""
+    tokens = (element.get("class") or "").split()
+    return f"{_tag(element)}.{tokens[0]}" if tokens else _tag(element)
+
+
+def _leaf_paths(top: _Element, above: str, classes: bool) -> Iterator[str]:
     """The Xpath of every leaf element under ``top`` (itself included); ``above`` is the path of its parent.
 
     One pass of lxml's ``iterwalk``, not recursion (pathological pages nest deeper than
     Python's limit): a leaf is an element whose end follows its own start with no element in
     between. The ``tag`` filter keeps comments and processing instructions out of both events.
     """
+    name = _name if classes else _tag
     paths = [above]
     leaf = False
     for event, element in etree.iterwalk(top, events=("start", "end"), tag=etree.Element):
         if event == "start":
-            paths.append(f"{paths[-1]}/{_tag(element)}")
+            paths.append(f"{paths[-1]}/{name(element)}")
             leaf = True
         else:
             path = paths.pop()
@@ -82,12 +90,12 @@ def _leaf_paths(top: _Element, above: str) -> Iterator[str]:
             leaf = False
 
 
-def xpath_bag(root: _Element, body_only: bool = False) -> Counter[str]:
+def xpath_bag(root: _Element, body_only: bool = False, classes: bool = False) -> Counter[str]:
     """tf of every Xpath of the document whose root element is ``root`` (AT-01)."""
     if not body_only:
-        return Counter(_leaf_paths(root, ""))
-    root_path = "/" + _tag(root)
-    return Counter(path for body in root.iterchildren("body") for path in _leaf_paths(body, root_path))
+        return Counter(_leaf_paths(root, "", classes))
+    root_path = "/" + (_name(root) if classes else _tag(root))
+    return Counter(path for body in root.iterchildren("body") for path in _leaf_paths(body, root_path, classes))
 
 
 def _path(element: _Element, known: dict[_Element, str]) -> str:
