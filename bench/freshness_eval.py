@@ -1,7 +1,7 @@
 """The freshness evaluation (issue 15, digest §5.1-5.2, §6.4): recrawl planners at equal crawl budgets.
 
 For each generated population (``--seeds``: the first is the seed the project tunes on, the
-others are populations it never saw) this builds the ground truth of a ``--days`` period after
+others are populations it never saw), and each replayed ``--trace`` CSV, this builds the ground truth of a ``--days`` period after
 ``--warmup-days`` of history (the planners are told the history, never the period), then
 
 1. *single visit* (T5.1): every planner of :data:`SINGLE_VISIT` crawls each user once; reported
@@ -21,6 +21,7 @@ The lead adds the paper's planners after merging by putting factories in :data:`
 
     python -m bench.freshness_eval                                  # 10k users, 61 days, seeds 0, 101, 202
     python -m bench.freshness_eval --users 1000 --days 14 --seeds 0 --out /tmp/fresh
+    python -m bench.freshness_eval --seeds 0 --trace corpus.csv --trace-cap 2000   # and a replayed corpus
 """
 
 from __future__ import annotations
@@ -80,24 +81,22 @@ def run_method(factory: PlannerFactory, budget: Budget, trace: Trace, start: flo
             "seconds": time.perf_counter() - began}
 
 
-def population_figures(population: Population, trace: Trace, start: float, end: float) -> dict[str, float]:
+def population_figures(trace: Trace, start: float, end: float) -> dict[str, float]:
     """The calibration the digest asks for (§6.2 item 2), measured on the period."""
     per_day = np.array([np.count_nonzero((p >= start) & (p < end)) for p in trace.posts.values()]) / ((end - start) / DAY)
-    return {"users": len(population.users), "posts_per_user_day": float(per_day.mean()),
+    return {"users": len(trace.users), "posts_per_user_day": float(per_day.mean()),
             "rms_posts_per_day": float(np.sqrt((per_day ** 2).mean())),
             "share_below_1_per_day": float((per_day < 1).mean()), "share_above_10_per_day": float((per_day > 10).mean())}
 
 
-def evaluate_population(seed: int, args: argparse.Namespace) -> dict[str, Any]:
-    start, end = START, START + args.days * DAY
-    population = Population(PostingParams(users=args.users, seed=seed))
-    trace = Trace.from_population(population, start - args.warmup_days * DAY, end)
-    limits = Limits(args.per_crawl, args.per_hour)
-    once = Budget(args.users, 1, seed, limits)
+def evaluate(label: str, trace: Trace, start: float, end: float, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Every registered planner on one trace: the single visit, then each budget of ``--per-user``."""
+    users, limits = len(trace.users), Limits(args.per_crawl, args.per_hour)
+    once = Budget(users, 1, seed, limits)
     single = {name: run_method(f, once, trace, start, end) for name, f in SINGLE_VISIT.items()}
     recrawl: dict[str, dict[str, Any]] = {}
     for r in args.per_user:
-        budget = Budget(args.users, r, seed, limits)
+        budget = Budget(users, r, seed, limits)
         rows = {name: run_method(f, budget, trace, start, end) for name, f in PLANNERS.items()}
         base = rows[BASELINE]["overall"]
         for row in rows.values():
@@ -106,18 +105,37 @@ def evaluate_population(seed: int, args: argparse.Namespace) -> dict[str, Any]:
             row["crawls_ratio"] = m["crawls"] / base["crawls"]
             row["meets_target"] = bool(row["messages_gain"] >= TARGET_GAIN and m["freshness"] >= base["freshness"])
         recrawl[str(r)] = rows
-        print(f"seed {seed} r={r}: " + ", ".join(f"{n} {v['overall']['collected']:,} msgs {v['overall']['crawls']:,}"
-                                                 f" crawls fresh {v['overall']['freshness']:.3f}" for n, v in rows.items()))
-    return {"seed": seed, "population": population_figures(population, trace, start, end),
-            "single_visit": single, "recrawl": recrawl}
+        print(f"{label} r={r}: " + ", ".join(f"{n} {v['overall']['collected']:,} msgs {v['overall']['crawls']:,}"
+                                             f" crawls fresh {v['overall']['freshness']:.3f}" for n, v in rows.items()))
+    return {"label": label, "seed": seed, "start": start, "end": end,
+            "population": population_figures(trace, start, end), "single_visit": single, "recrawl": recrawl}
+
+
+def evaluate_population(seed: int, role: str, args: argparse.Namespace) -> dict[str, Any]:
+    start = args.start if args.start is not None else START
+    end = start + args.days * DAY
+    population = Population(PostingParams(users=args.users, seed=seed))
+    trace = Trace.from_population(population, start - args.warmup_days * DAY, end)
+    return evaluate(f"seed {seed} ({role})", trace, start, end, seed, args)
+
+
+def evaluate_replay(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """A replayed ``user_id,unix_ts`` trace: the period starts ``--warmup-days`` after its first post
+    (or at ``--start``) and lasts ``--days``; users at ``--trace-cap`` posts are left-truncated."""
+    trace = Trace.from_csv(path, args.trace_cap)
+    first = min((float(p[0]) for p in trace.posts.values() if len(p)), default=0.0)
+    start = args.start if args.start is not None else first + args.warmup_days * DAY
+    return evaluate(f"trace {path.name}", trace, start, start + args.days * DAY, 0, args)
 
 
 def markdown(result: dict[str, Any]) -> list[str]:
-    lines = [f"# Freshness evaluation ({result['parameters']['users']:,} users, {result['parameters']['days']} days)", ""]
+    params = result["parameters"]
+    title = (f"# Freshness evaluation ({params['days']} days, {params['per_crawl']} posts per call, "
+             f"{params['per_hour']} calls per hour)")
+    lines = [title, ""]
     for pop in result["populations"]:
-        role = "tuning" if pop["seed"] == result["parameters"]["seeds"][0] else "unseen"
-        lines += [f"## Population seed {pop['seed']} ({role}): "
-                  f"{pop['population']['posts_per_user_day']:.2f} posts/user/day", ""]
+        figures = pop["population"]
+        lines += [f"## {pop['label']}: {figures['users']:,} users, {figures['posts_per_user_day']:.2f} posts/user/day", ""]
         lines += markdown_table(["single visit", "messages", "crawls", "potentiality", "freshness"],
                                 [[name, f"{m['overall']['collected']:,}", f"{m['overall']['crawls']:,}",
                                   f"{m['overall']['potentiality']:,.0f}", f"{m['overall']['freshness']:.3f}"]
@@ -146,6 +164,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--days", type=int, default=61)
     parser.add_argument("--warmup-days", type=int, default=14, help="history the planners see before the period")
     parser.add_argument("--seeds", type=ints, default=[0, 101, 202], help="populations; the first is the tuning one")
+    parser.add_argument("--trace", type=Path, action="append", default=[],
+                        help="also replay this user_id,unix_ts CSV (repeatable)")
+    parser.add_argument("--trace-cap", type=int, default=None,
+                        help="a replayed user with this many posts is left-truncated (the paper's 2,000)")
+    parser.add_argument("--start", type=float, default=None,
+                        help=f"the period's start, unix seconds (default {START:.0f} for populations)")
     parser.add_argument("--per-user", type=ints, default=[2, 3, 4, 5], help="round-robin's crawls per user")
     parser.add_argument("--per-crawl", type=int, default=100, help="most posts per call (C)")
     parser.add_argument("--per-hour", type=int, default=150, help="most calls per clock hour")
@@ -155,6 +179,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for key in ("users", "days", "per_crawl", "per_hour"):
         if getattr(args, key) < 1:
             parser.error(f"--{key.replace('_', '-')}: must be >= 1, got {getattr(args, key)}")
+    if args.trace_cap is not None and args.trace_cap < 1:
+        parser.error(f"--trace-cap: must be >= 1, got {args.trace_cap}")
     if args.warmup_days < 0 or min(args.per_user) < 1:
         parser.error("--warmup-days must be >= 0 and every --per-user >= 1")
     return args
@@ -164,9 +190,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     result: dict[str, Any] = {
         "parameters": {"users": args.users, "days": args.days, "warmup_days": args.warmup_days, "seeds": args.seeds,
+                       "traces": [str(p) for p in args.trace], "trace_cap": args.trace_cap,
                        "per_user": args.per_user, "per_crawl": args.per_crawl, "per_hour": args.per_hour,
                        "start": START, "target_gain": TARGET_GAIN},
-        "populations": [evaluate_population(seed, args) for seed in args.seeds],
+        "populations": [evaluate_population(seed, "tuning" if i == 0 else "unseen", args)
+                        for i, seed in enumerate(args.seeds)]
+        + [evaluate_replay(path, args) for path in args.trace],
     }
     out: Path = args.out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -205,7 +205,7 @@ def freshness_eval(result: Result, path: Path) -> None:
             crawls = [m["crawls"] for m in rows]
             axes[0][column].plot(crawls, [m["collected"] for m in rows], marker="o", label=name)
             axes[1][column].plot(crawls, [m["freshness"] for m in rows], marker="o", label=name)
-        axes[0][column].set_title(f"population seed {pop['seed']}")
+        axes[0][column].set_title(pop["label"])
         axes[0][column].set_ylabel("messages collected")
         axes[1][column].set_ylabel("freshness (share of users up to date)")
         axes[1][column].set_xlabel("crawls (API calls)")

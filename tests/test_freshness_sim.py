@@ -69,6 +69,14 @@ def test_posts_of_adjacent_windows_concatenate_whatever_was_asked_before(user: i
     assert all(lo <= t < hi for t in whole) and whole == sorted(whole)
 
 
+@settings(max_examples=40, deadline=None)
+@given(user=st.integers(0, 39), back=st.floats(0, 60 * DAY), count=st.integers(0, 120))
+def test_newest_is_the_tail_of_posts(user: int, back: float, count: int) -> None:
+    name, now, since = SMALL.users[user], START + 3.5 * DAY, START - 60 * DAY
+    page = SMALL.newest(name, now, count, since + back)
+    assert page == (SMALL.posts(name, since + back, math.nextafter(now, math.inf))[-count:] if count else [])
+
+
 def test_another_seed_is_another_population() -> None:
     other = Population(PostingParams(users=40, seed=8))
     end = START + 14 * DAY
@@ -210,17 +218,21 @@ def test_largest_remainder_keeps_the_total() -> None:
 
 
 def test_the_evaluation_writes_json_markdown_and_a_plot(tmp_path: Path) -> None:
-    out = tmp_path / "eval"
+    out, replay = tmp_path / "eval", tmp_path / "corpus.csv"
+    rows = [f"{u},{t}" for u in SMALL.users[:25] for t in SMALL.posts(u, START - 7 * DAY, START + 7 * DAY)]
+    replay.write_text("user_id,unix_ts\n" + "\n".join(rows) + "\n")
     freshness_eval.main(["--users", "60", "--days", "7", "--warmup-days", "7", "--seeds", "0,1",
-                         "--per-user", "2,3", "--out", str(out)])
+                         "--per-user", "2,3", "--trace", str(replay), "--trace-cap", "150", "--out", str(out)])
     result = orjson.loads(out.with_suffix(".json").read_bytes())
-    assert [p["seed"] for p in result["populations"]] == [0, 1]
+    assert [p["label"] for p in result["populations"]] == ["seed 0 (tuning)", "seed 1 (unseen)", "trace corpus.csv"]
     for pop in result["populations"]:
-        for r, rows in pop["recrawl"].items():
-            assert set(rows) == set(freshness_eval.PLANNERS)
-            assert rows["round-robin"]["overall"]["crawls"] == 60 * int(r)
-            assert rows["rate-proportional"]["crawls_ratio"] == pytest.approx(1.0)
-        assert pop["single_visit"]["round-robin (cyclic)"]["overall"]["crawls"] == 60
+        users = pop["population"]["users"]
+        for r, methods in pop["recrawl"].items():
+            assert set(methods) == set(freshness_eval.PLANNERS)
+            assert methods["round-robin"]["overall"]["crawls"] == users * int(r)
+            assert methods["rate-proportional"]["crawls_ratio"] == pytest.approx(1.0)
+        assert pop["single_visit"]["round-robin (cyclic)"]["overall"]["crawls"] == users
+    assert result["populations"][2]["population"]["users"] == len({row.split(",")[0] for row in rows})
     assert "| rate-proportional |" in out.with_suffix(".md").read_text()
     assert out.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit):

@@ -16,7 +16,6 @@ overdue is the one whose expected backlog, measured in their own schedule, is th
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -111,6 +110,6 @@ class RateProportional(_FixedSchedule):
 def largest_remainder(shares: Floats) -> npt.NDArray[np.int64]:
     """Integers summing to round(Σ shares), each the floor of its share or one more (Hamilton's method)."""
     floors = np.floor(shares).astype(np.int64)
-    extra = int(round(float(shares.sum()))) - int(floors.sum())
+    extra = round(float(shares.sum())) - int(floors.sum())
     floors[np.argsort(floors - shares, kind="stable")[:extra]] += 1
     return floors

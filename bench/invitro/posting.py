@@ -135,10 +135,10 @@ class Population:
         self._week_posts = lru_cache(maxsize=params.cache_weeks)(self._generate_week)
 
     @staticmethod
-    def _draw_profile(cls: int, rng: np.random.Generator) -> _Profile:
-        if cls == 4:
+    def _draw_profile(user_class: int, rng: np.random.Generator) -> _Profile:
+        if user_class == 4:
             return _Profile(0.0, (), hourly=True)
-        if cls in (1, 2):
+        if user_class in (1, 2):
             return _Profile(0.3, ((0.7, float(rng.uniform(11.0, 17.0)), 4.0),))
         persona = rng.uniform()
         if persona < 0.2:  # posts mostly late at night (the paper's actress)
@@ -167,6 +167,22 @@ class Population:
         times = np.concatenate([self._week_posts(i, week) for week in range(first, last + 1)])
         lo, hi = np.searchsorted(times, [start, end], side="left")
         return times[lo:hi].tolist()  # type: ignore[no-any-return]
+
+    def newest(self, user: str, now: float, count: int, since: float) -> list[float]:
+        """The newest `count` post times of `user` in [since, now] (an API's timeline page), ascending;
+        the weeks are walked back from `now`, so the cost grows with the page, not with the past."""
+        i = self._index[user]
+        found: list[Floats] = []
+        held = 0
+        week = self._week_of(now)
+        while held < count and week >= self._week_of(since):
+            times = self._week_posts(i, week)
+            times = times[(times >= since) & (times <= now)]
+            found.append(times)
+            held += times.size
+            week -= 1
+        page = np.concatenate(found[::-1])[-count:] if found and count > 0 else np.zeros(0)
+        return page.tolist()  # type: ignore[no-any-return]
 
     def _week_of(self, t: float) -> int:
         """The local week of instant `t`, counted from the local Monday before the epoch."""
