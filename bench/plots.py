@@ -192,3 +192,22 @@ def source_eval(result: Result, path: Path) -> None:
             ax.set_ylabel(f"harvest rate ({task['ratio_name']})")
             ax.legend(fontsize=8, title=task["ratio_name"], title_fontsize=8)
     _save(fig, path)
+
+
+def freshness_eval(result: Result, path: Path) -> None:
+    """Messages collected and freshness against crawls, one column per population, one line per method."""
+    populations = result["populations"]
+    fig, axes = plt.subplots(2, len(populations), figsize=(4.5 * len(populations), 7), squeeze=False)
+    for column, pop in enumerate(populations):
+        methods = next(iter(pop["recrawl"].values())).keys()
+        for name in methods:
+            rows = [pop["recrawl"][r][name]["overall"] for r in pop["recrawl"]]
+            crawls = [m["crawls"] for m in rows]
+            axes[0][column].plot(crawls, [m["collected"] for m in rows], marker="o", label=name)
+            axes[1][column].plot(crawls, [m["freshness"] for m in rows], marker="o", label=name)
+        axes[0][column].set_title(pop["label"])
+        axes[0][column].set_ylabel("messages collected")
+        axes[1][column].set_ylabel("freshness (share of users up to date)")
+        axes[1][column].set_xlabel("crawls (API calls)")
+        axes[0][column].legend(fontsize="small")
+    _save(fig, path)

@@ -20,6 +20,8 @@ Modules, by role:
 - :mod:`~bench.invitro.app`: ``start_invitro`` puts them together in-process;
 - ``python -m bench.invitro``: the same as a process with a ready file (see ``__main__``);
 - ``python -m bench.invitro.loadtest``: how many requests/s, and how much CPU each, it costs;
+- :mod:`~bench.invitro.posting`: a population of social-network users who post over time (issue
+  15), the ground truth of the freshness simulator (``bench/freshness``) and the lab's posting mode;
 - :mod:`~bench.invitro.social`: the social lab, synthetic social websites with a ground truth,
   served instead of the synthetic web with ``start_invitro(social=SocialParams(...))`` or
   ``python -m bench.invitro --social blog,forum``.
