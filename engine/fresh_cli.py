@@ -46,7 +46,7 @@ def time_value(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be unix seconds or an ISO 8601 time, not {text!r}") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
+        moment = moment.replace(tzinfo=datetime.UTC)
     return moment.timestamp()
 
 

@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 
 from frontier.freshness.calendar import DAY, Calendar, local_day
 from frontier.freshness.hashmodel import HashTables, plan_day, update_table
-from frontier.freshness.penalty import empirical_potentiality, penalty, potentiality, schedule_potentiality
+from frontier.freshness.penalty import (
+    empirical_potentiality,
+    penalty,
+    potentiality,
+    schedule_potentiality,
+)
 from frontier.freshness.poisson import GammaPrior, organ_pipe, organ_pipe_position
 
 

@@ -13,7 +13,7 @@ from frontier.freshness.params import PlannerParams, with_settings
 from frontier.freshness.planner import Planner
 from frontier.freshness.planners import hash_planner, paper_planner, poisson_planner
 from frontier.freshness.poisson import organ_pipe
-from frontier.freshness.routing import UserClass
+from frontier.freshness.routing import RoutingParams, UserClass, classify, is_instable
 
 START = 1_377_964_800.0  # 2013-09-01 00:00 UTC
 HOUR = 3600.0
@@ -142,3 +142,21 @@ def test_settings_name_the_key() -> None:
                          ("hash.weight", "a setting is KEY=VALUE")]:
         with pytest.raises(ValueError, match=message):
             with_settings(PlannerParams(), [bad])
+
+
+def test_routing_thresholds_promotion_and_demotion() -> None:
+    params = RoutingParams()
+    steady = [2] * 14
+    assert classify(steady, None, params) == UserClass.CONSTANT
+    assert classify([30] * 14, None, params) == UserClass.AUTHORITY
+    assert classify([0] * 13 + [1], None, params) == UserClass.INACTIVE
+    burst = [0] * 6 + [12, 0, 0, 0, 3, 3, 3, 3]  # a burst then three silent days: instable, whatever the mean
+    assert is_instable(burst, params) and classify(burst, None, params) == UserClass.INSTABLE
+    promoted = [0] * 7 + [1] * 7  # mean 0.5/day, but at least one post on each of the last seven days
+    assert classify(promoted, None, params) == UserClass.CONSTANT
+    quiet_week = [1] * 7 + [0] * 7  # one quiet week (mean 0.5/day): a Hash user stays, a new one stays out
+    assert classify(quiet_week, UserClass.CONSTANT, params) == UserClass.CONSTANT
+    assert classify(quiet_week, UserClass.INACTIVE, params) == UserClass.INACTIVE
+    assert classify([0] * 14, UserClass.CONSTANT, params) == UserClass.INACTIVE  # two quiet weeks: demoted
+    assert classify([0] * 14, None, RoutingParams(mode="hash_all")) == UserClass.CONSTANT
+    assert classify([30] * 14, None, RoutingParams(mode="poisson_all")) == UserClass.INACTIVE

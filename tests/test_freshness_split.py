@@ -9,7 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frontier.freshness.architectures import CentralizedDispatcher, DistributedOwnership, initial_owners
+from frontier.freshness.architectures import (
+    CentralizedDispatcher,
+    DistributedOwnership,
+    initial_owners,
+)
 from frontier.freshness.partition import (
     bisect,
     halving_partition,

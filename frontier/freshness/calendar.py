@@ -29,7 +29,7 @@ def local_day(iso_date: str) -> int:
 class Calendar:
     """Maps unix seconds to local day numbers, slots and day types. Immutable."""
 
-    __slots__ = ("offset", "slots", "slot_seconds", "day_types", "holidays", "tables")
+    __slots__ = ("day_types", "holidays", "offset", "slot_seconds", "slots", "tables")
 
     def __init__(self, utc_offset_hours: float = 8.0, slots: int = 24, day_types: DayTypes = "workday-weekend",
                  holidays: Iterable[int] = ()) -> None:

@@ -168,9 +168,17 @@ class HashTables:
         if expected > threshold or since + cal.slot_seconds - last_crawl > span:
             return since
         day = cal.day(since)
+        per_day = self.a[user].sum(axis=1).tolist()
         while True:
             start = cal.day_start(day)
-            table = self.a[user, cal.day_type(day), :]
+            kind = cal.day_type(day)
+            if (since <= start and expected + per_day[kind] <= threshold
+                    and start + DAY + cal.slot_seconds - last_crawl <= span):  # no trigger all day: skip it whole
+                expected += per_day[kind]
+                since = start + DAY
+                day += 1
+                continue
+            table = self.a[user, kind, :]
             p = max(0.0, (since - start) / cal.slot_seconds)
             first = min(int(p), cal.slots - 1)
             increments = table[first:].copy()

@@ -87,7 +87,7 @@ class FreshnessPlanner:
         self.last_crawl = np.full(n, start)
         self.expected = np.zeros(n)  # Hash: expected posts since the last crawl, up to `since`
         self.since = np.full(n, start)
-        self.recent: list[list[float]] = [x[x >= start - p.routing.window_days * DAY].tolist() for x in posts]
+        self.recent = [x[x >= start - (p.routing.window_days + 1) * DAY] for x in posts]
         today = self.calendar.day(start)
         self.tables = HashTables(n, self.calendar, p.hash.weight, p.hash.weight_form)
         owners = np.repeat(np.arange(n, dtype=np.int64), [len(x) for x in posts])
@@ -139,7 +139,7 @@ class FreshnessPlanner:
             times = np.asarray(posts, dtype=float)
             self.tables.observe(u, now, times)
             self.known_posts[u] += int(np.sum(times >= self.history_start))
-            self.recent[u].extend(times.tolist())
+            self.recent[u] = np.concatenate([self.recent[u], times])
             self.known_through[u] = max(self.known_through[u], now)
         self.last_crawl[u] = now
         self.expected[u] = 0.0
@@ -202,13 +202,16 @@ class FreshnessPlanner:
         return (self.known_posts[users] + self.prior.posts) / (np.maximum(window, 0.0) + self.prior.seconds)
 
     def _classify(self, u: int, current: UserClass | None, now: float) -> UserClass:
+        """Route user ``u`` from its posts per local day over the window before today (the window is
+        all ``recent`` keeps)."""
         routing = self.params.routing
-        today = self.calendar.day(now)
+        cal = self.calendar
+        today = cal.day(now)
         first = today - routing.window_days
-        recent = [t for t in self.recent[u] if self.calendar.day(t) >= first]
-        self.recent[u] = recent
-        daily = np.bincount([self.calendar.day(t) - first for t in recent if self.calendar.day(t) < today],
-                            minlength=routing.window_days)
+        days = np.floor((self.recent[u] + cal.offset) / DAY).astype(np.int64)
+        self.recent[u] = self.recent[u][days >= first]
+        days = days[(days >= first) & (days < today)]
+        daily = np.bincount(days - first, minlength=routing.window_days)
         chosen = classify(daily.tolist(), current, routing)
         overflows = float(self._rate(u)) * self.period > self.params.per_crawl / 2
         if routing.mode == "paper" and not chosen.uses_hash and overflows:

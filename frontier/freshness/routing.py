@@ -4,7 +4,8 @@ The paper gives no thresholds; these are the digest's recommendations, all param
 ``r`` the mean posts per local day over the last ``window_days`` (14):
 
 - *instable* (class 2): the coefficient of variation of the daily counts exceeds ``cv_limit``
-  (1.5), or a burst day (``burst_posts`` or more) is followed by ``silent_days`` (3) silent days;
+  (1.5) in a window holding at least ``burst_posts`` (10) posts, or a burst day (``burst_posts``
+  or more) is followed by ``silent_days`` (3) silent days;
 - *promoted*: at least ``hash_rate`` posts on each of the last ``promote_days`` (7) days;
 - a user goes to Hash when promoted, or when ``r >= hash_rate`` (1/day) and it is not instable;
   once in Hash it stays there until demoted: two consecutive weeks each under ``hash_rate`` a day;
@@ -68,8 +69,9 @@ class RoutingParams:
 def is_instable(daily: Sequence[float] | npt.NDArray[np.float64], params: RoutingParams) -> bool:
     """Bursts then silence: a high coefficient of variation, or a burst day then silent days."""
     counts = np.asarray(daily, dtype=float)
-    mean = counts.mean() if len(counts) else 0.0
-    if mean > 0 and counts.std() / mean > params.cv_limit:
+    # a handful of posts always varies a lot from day to day: the coefficient of variation tells
+    # bursts only once the window holds a burst's worth of posts (else an inactive user is instable)
+    if counts.sum() >= params.burst_posts and counts.std() / counts.mean() > params.cv_limit:
         return True
     quiet = params.silent_days
     return any(counts[i] >= params.burst_posts and not counts[i + 1:i + 1 + quiet].any()
