@@ -26,7 +26,10 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from frontier.freshness.planner import Planner
 
 HOUR = 3600.0
 
@@ -127,7 +130,7 @@ def read_history(path: Path, history_start: float, start: float) -> dict[str, li
     return {user: sorted(times) for user, times in history.items()}
 
 
-def plan(planner: Any, users: list[str], history: dict[str, list[float]], start: float, end: float,
+def plan(planner: Planner, users: list[str], history: dict[str, list[float]], start: float, end: float,
          per_hour: int) -> list[tuple[float, str]]:
     """The contract's driver loop; the crawls, in time order."""
     planner.begin(users, history, start, end)

@@ -24,7 +24,8 @@ tables then stay as the history made them (the history's own last day included) 
 is decided once.
 
 A taken user is in flight until :meth:`crawled` reports it; a driver whose call failed reports
-it with no posts. Pure: times are unix seconds passed in; no I/O, no clock.
+it with no posts. While every user with a plan is in flight, :meth:`next_at` is None: nothing
+is planned until a report comes. Pure: times are unix seconds passed in; no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -65,13 +66,13 @@ class FreshnessPlanner:
         cal = self.params.calendar
         self.calendar = Calendar(cal.utc_offset_hours, cal.slots, cal.day_types, map(local_day, cal.holidays))
         self.names: list[str] = []
-        self._crawls = self._overflows = self._posts = 0
 
     # -- the contract ----------------------------------------------------------------------
 
     def begin(self, users: Sequence[str], history: Mapping[str, Sequence[float]], start: float, end: float) -> None:
         p = self.params
         self.names = list(dict.fromkeys(users))
+        self._crawls = self._overflows = self._posts = 0
         self.index = {name: i for i, name in enumerate(self.names)}
         n = len(self.names)
         self.start, self.end = start, end
@@ -176,7 +177,8 @@ class FreshnessPlanner:
             h = users[hashed]
             day = self.calendar.day(now)
             since = np.maximum(self.since[h], self.calendar.day_start(day))
-            result[hashed] = self.expected[h] + self.tables.expected_in_day(h, since, np.full(len(h), now), day)
+            upto = np.maximum(since, now)  # a driver may ask at an instant before the last midnight carried
+            result[hashed] = self.expected[h] + self.tables.expected_in_day(h, since, upto, day)
         return result
 
     def user_class(self, user: str) -> UserClass:
