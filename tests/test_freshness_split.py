@@ -85,8 +85,9 @@ def test_at17_exact_subset_sum_matches_brute_force(values: list[int]) -> None:
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.lists(st.floats(0.5, 50), min_size=80, max_size=200), st.sampled_from([2, 3, 4, 8]))
+@given(st.lists(st.floats(0.5, 2.0), min_size=80, max_size=200), st.sampled_from([2, 3, 4, 8]))
 def test_at17_set_division_is_balanced(values: list[float], parts: int) -> None:
+    # many users, none a large share of a part (Theorem 2's setting; one huge user cannot be split)
     division = set_division(values, parts)
     assert sorted(i for part in division for i in part) == list(range(len(values)))
     loads = workloads(values, division)
