@@ -125,7 +125,7 @@ def read_history(path: Path, history_start: float, start: float) -> dict[str, li
             raise InputError(f"{path} line {line}: unix_ts {text!r} is not a number of seconds") from None
         if not history_start <= stamp < start:
             raise InputError(f"{path} line {line}: the post at {text} is outside the history "
-                             f"[--history-start {history_start:g}, --start {start:g})")
+                             f"[--history-start {history_start:.15g}, --start {start:.15g})")
         history[user].append(stamp)
     return {user: sorted(times) for user, times in history.items()}
 

@@ -7,6 +7,8 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from frontier.freshness.calendar import DAY
 from frontier.freshness.params import PlannerParams, with_settings
@@ -160,3 +162,26 @@ def test_routing_thresholds_promotion_and_demotion() -> None:
     assert classify([0] * 14, UserClass.CONSTANT, params) == UserClass.INACTIVE  # two quiet weeks: demoted
     assert classify([0] * 14, None, RoutingParams(mode="hash_all")) == UserClass.CONSTANT
     assert classify([30] * 14, None, RoutingParams(mode="poisson_all")) == UserClass.INACTIVE
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**16), st.integers(1, 6), st.sampled_from(["paper", "hash", "poisson"]),
+       st.sampled_from(["L", "E"]))
+def test_the_contract_holds_under_any_rate_limit(seed: int, per_hour: int, kind: str, form: str) -> None:
+    end = START + 12 * DAY
+    posts = population(seed, 12, START, end)
+    params = with_settings(PlannerParams(), [f"hash.weight_form={form}", "hash.span_days=5", "poisson.period_days=4"])
+    planner = {"paper": paper_planner, "hash": hash_planner, "poisson": poisson_planner}[kind](params)
+    planner.begin(list(posts), {u: p[p < START].tolist() for u, p in posts.items()}, START, end)
+    last = START
+    while (t := planner.next_at()) is not None and t < end:
+        now = max(t, last)
+        taken = planner.take(now, per_hour)
+        assert len(taken) <= per_hour and len(set(taken)) == len(taken)
+        assert planner.statistics().in_flight == len(taken)
+        backlogs = planner.backlog(np.array([planner.index[u] for u in taken], dtype=np.int64), now)
+        assert list(backlogs) == sorted(backlogs, reverse=True)  # most urgent first
+        for user in taken:
+            planner.crawled(user, now, [], False)
+        last = now + (HOUR if len(taken) == per_hour else 0)  # the window's calls are used: the next hour
+    assert planner.statistics().in_flight == 0

@@ -200,8 +200,7 @@ class FreshnessPlanner:
 
     def _rate(self, users: Any) -> Any:
         """λ̂ in posts per second, from the posts known over the time they cover."""
-        window = self.known_through[users] - self.history_start
-        return (self.known_posts[users] + self.prior.posts) / (np.maximum(window, 0.0) + self.prior.seconds)
+        return self.prior.rate(self.known_posts[users].astype(np.float64), self.known_through[users] - self.history_start)
 
     def _classify(self, u: int, current: UserClass | None, now: float) -> UserClass:
         """Route user ``u`` from its posts per local day over the window before today (the window is

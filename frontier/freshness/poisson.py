@@ -13,6 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+Count = TypeVar("Count", float, npt.NDArray[np.float64])
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +34,10 @@ class GammaPrior:
         rate = total_posts / (users * window) if users and window > 0 and total_posts else default_rate
         return cls(posts=rate * weight, seconds=weight)
 
-    def rate(self, posts: int, window: float) -> float:
-        """λ̂ = (N + α)/(|window| + β), posts per second."""
-        return (posts + self.posts) / (max(window, 0.0) + self.seconds)
+    def rate(self, posts: Count, window: Count) -> Count:
+        """λ̂ = (N + α)/(|window| + β), posts per second (for one user, or for arrays of them)."""
+        rate: Count = (posts + self.posts) / (np.maximum(window, 0.0) + self.seconds)
+        return rate
 
 
 def organ_pipe(ascending: Sequence[int]) -> list[int]:
