@@ -86,17 +86,24 @@ def add_parser(commands: Any) -> None:
                                "calendar.utc_offset_hours=8, routing.hash_rate=1 (frontier/freshness/params.py)")
 
 
-def rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
-    """The CSV's rows with their line numbers; the header must hold ``columns``."""
+def rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]:
+    """The CSV's rows as the values of ``columns`` (which the header must hold), with their line numbers."""
     try:
         with path.open(newline="") as stream:
-            reader = csv.DictReader(stream)
-            missing = [c for c in columns if c not in (reader.fieldnames or [])]
+            reader = csv.reader(stream)
+            header = [name.strip() for name in next(reader, [])]
+            missing = [c for c in columns if c not in header]
             if missing:
                 raise InputError(f"{path} line 1: the header needs the column(s) {', '.join(missing)}, "
-                                 f"found {','.join(reader.fieldnames or []) or 'nothing'}")
+                                 f"found {','.join(header) or 'nothing'}")
+            where = [header.index(c) for c in columns]
             for row in reader:
-                yield reader.line_num, row
+                if not row:
+                    continue
+                if len(row) < len(header):
+                    raise InputError(f"{path} line {reader.line_num}: {len(row)} fields where the header has "
+                                     f"{len(header)}")
+                yield reader.line_num, [row[i].strip() for i in where]
     except OSError as e:
         raise InputError(f"{path}: cannot read it: {e.strerror}") from None
     except (csv.Error, UnicodeDecodeError) as e:
@@ -105,8 +112,7 @@ def rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, 
 
 def read_users(path: Path) -> list[str]:
     users = []
-    for line, row in rows(path, ("user_id",)):
-        user = (row["user_id"] or "").strip()
+    for line, (user,) in rows(path, ("user_id",)):
         if not user:
             raise InputError(f"{path} line {line}: user_id is empty")
         users.append(user)
@@ -115,8 +121,7 @@ def read_users(path: Path) -> list[str]:
 
 def read_history(path: Path, history_start: float, start: float) -> dict[str, list[float]]:
     history: dict[str, list[float]] = defaultdict(list)
-    for line, row in rows(path, ("user_id", "unix_ts")):
-        user, text = (row["user_id"] or "").strip(), (row["unix_ts"] or "").strip()
+    for line, (user, text) in rows(path, ("user_id", "unix_ts")):
         if not user:
             raise InputError(f"{path} line {line}: user_id is empty")
         try:

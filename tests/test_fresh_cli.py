@@ -104,3 +104,10 @@ def test_users_file_without_the_column(tmp_path: Path, capsys: pytest.CaptureFix
     users.write_text("name\nbusy\n")
     assert schedule(tmp_path, users=users) == 2
     assert "people.csv line 1: the header needs the column(s) user_id" in capsys.readouterr().err
+
+
+def test_a_short_row_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "short.csv"
+    bad.write_text("user_id,unix_ts\nbusy,1375315300\nbusy\n")
+    assert schedule(tmp_path, history=bad) == 2
+    assert "short.csv line 3: 1 fields where the header has 2" in capsys.readouterr().err
