@@ -1,5 +1,6 @@
 """The ``crawl`` command: ``crawl run`` crawls, ``crawl learn`` trains a policy's model, ``crawl rank``
-ranks a crawl's hosts (``engine/rank_cli.py``), ``crawl invitro`` serves the in-vitro web.
+ranks a crawl's hosts (``engine/rank_cli.py``), ``crawl fresh schedule`` plans a recrawl of
+social-network users (``engine/fresh_cli.py``), ``crawl invitro`` serves the in-vitro web.
 
 The composition root: it reads the command line and crawl.toml into a
 :class:`~engine.config.Config` and hands it to the supervisor (``engine/supervisor.py``).
@@ -19,6 +20,7 @@ from typing import NoReturn
 import orjson
 
 from engine import config as configuration
+from engine import fresh_cli
 from engine.config import Config, ConfigError
 
 
@@ -99,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--out", metavar="FILE.csv",
                       help="where the CSV goes (default OUT_DIR/rank-host.csv or rank-page.csv; - for stdout)")
     rank.add_argument("--plot", type=Path, metavar="FILE.svg", help="write the (K, K*) density plot as SVG")
+    fresh_cli.add_parser(commands)
     invitro = commands.add_parser("invitro", help="serve the in-vitro web and its DNS on loopback", add_help=False)
     invitro.add_argument("args", nargs=argparse.REMAINDER)
     return parser
@@ -201,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         from engine.rank_cli import rank_crawl
 
         return rank_crawl(args)
+    if args.command == "fresh":
+        return fresh_cli.schedule(args)
     return learn(args) if args.command == "learn" else run(args)
 
 

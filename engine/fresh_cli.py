@@ -1,0 +1,191 @@
+"""``crawl fresh schedule``: an offline recrawl schedule of social-network users from their post history.
+
+Reads the history CSV (``user_id,unix_ts``: every post before ``--start``) and the users CSV (a
+``user_id`` column), runs a planner of :mod:`frontier.freshness.planners` over ``[start, end)``
+under the rate limit (``--per-hour`` calls in each clock hour counted from ``--start``), and writes
+``user_id,crawl_ts`` rows sorted by time. The loop is the planner contract's driver
+(:mod:`frontier.freshness.planner`).
+
+Our choices where the issue is silent:
+
+- Offline, nothing is known after the start, so the planner runs with ``learn=False``: a crawl
+  reports no posts, and that must not read as "the user went silent" (every Hash table would
+  decay); the models stay as the history made them. ``--set learn=true`` is refused for that reason.
+- Times are unix seconds or ISO 8601; an ISO time without an offset is UTC. Crawl times are
+  written as unix seconds, exactly as planned (the organ pipe's are not whole seconds).
+- A history post at or after ``--start``, or before ``--history-start``, is an error (the file is
+  not what the command was told it is); a history user absent from the users CSV is ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from frontier.freshness.planner import Planner
+
+HOUR = 3600.0
+
+
+class InputError(Exception):
+    """Bad input, told in one line naming the file (and line) and the problem."""
+
+
+def time_value(text: str) -> float:
+    """A time argument: unix seconds, or ISO 8601 (UTC when it names no offset)."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be unix seconds or an ISO 8601 time, not {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number, 1 or more, not {text!r}")
+    return value
+
+
+def add_parser(commands: Any) -> None:
+    """The ``fresh`` command group and its ``schedule`` subcommand, under ``crawl``'s subcommands."""
+    fresh = commands.add_parser("fresh", help="freshness-driven recrawl of social-network users (Guo et al.)")
+    sub = fresh.add_subparsers(dest="fresh_command", required=True, parser_class=type(fresh))
+    schedule = sub.add_parser("schedule", help="plan when to crawl each user, offline, from their post history")
+    schedule.add_argument("--history", type=Path, required=True, metavar="H.csv",
+                          help="user_id,unix_ts of every post before --start (with that header)")
+    schedule.add_argument("--users", type=Path, required=True, metavar="U.csv", help="CSV with a user_id column")
+    schedule.add_argument("--history-start", type=time_value, required=True, metavar="T0",
+                          help="when the history begins (unix seconds or ISO 8601)")
+    schedule.add_argument("--start", type=time_value, required=True, metavar="S", help="first instant crawls may run")
+    schedule.add_argument("--end", type=time_value, required=True, metavar="E", help="crawls run before this instant")
+    schedule.add_argument("--per-crawl", type=positive_int, required=True, metavar="K", help="posts one call returns")
+    schedule.add_argument("--per-hour", type=positive_int, required=True, metavar="C",
+                          help="calls in each clock hour counted from --start")
+    schedule.add_argument("--out", type=Path, required=True, metavar="schedule.csv", help="where the schedule goes")
+    schedule.add_argument("--planner", choices=["paper", "poisson", "hash"], default="paper",
+                          help="paper (Poisson for classes 1-2, Hash for 3-4; default), poisson or hash")
+    schedule.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                          help="a planner parameter: hash.weight=0.7, hash.span_days=30, poisson.period_days=30, "
+                               "calendar.utc_offset_hours=8, routing.hash_rate=1 (frontier/freshness/params.py)")
+
+
+def rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]:
+    """The CSV's rows as the values of ``columns`` (which the header must hold), with their line numbers."""
+    try:
+        with path.open(newline="") as stream:
+            reader = csv.reader(stream)
+            header = [name.strip() for name in next(reader, [])]
+            missing = [c for c in columns if c not in header]
+            if missing:
+                raise InputError(f"{path} line 1: the header needs the column(s) {', '.join(missing)}, "
+                                 f"found {','.join(header) or 'nothing'}")
+            where = [header.index(c) for c in columns]
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) < len(header):
+                    raise InputError(f"{path} line {reader.line_num}: {len(row)} fields where the header has "
+                                     f"{len(header)}")
+                yield reader.line_num, [row[i].strip() for i in where]
+    except OSError as e:
+        raise InputError(f"{path}: cannot read it: {e.strerror}") from None
+    except (csv.Error, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not a readable CSV file: {e}") from None
+
+
+def read_users(path: Path) -> list[str]:
+    users = []
+    for line, (user,) in rows(path, ("user_id",)):
+        if not user:
+            raise InputError(f"{path} line {line}: user_id is empty")
+        users.append(user)
+    return list(dict.fromkeys(users))
+
+
+def read_history(path: Path, history_start: float, start: float) -> dict[str, list[float]]:
+    history: dict[str, list[float]] = defaultdict(list)
+    for line, (user, text) in rows(path, ("user_id", "unix_ts")):
+        if not user:
+            raise InputError(f"{path} line {line}: user_id is empty")
+        try:
+            stamp = float(text)
+        except ValueError:
+            raise InputError(f"{path} line {line}: unix_ts {text!r} is not a number of seconds") from None
+        if not history_start <= stamp < start:
+            raise InputError(f"{path} line {line}: the post at {text} is outside the history "
+                             f"[--history-start {history_start:.15g}, --start {start:.15g})")
+        history[user].append(stamp)
+    return {user: sorted(times) for user, times in history.items()}
+
+
+def plan(planner: Planner, users: list[str], history: dict[str, list[float]], start: float, end: float,
+         per_hour: int) -> list[tuple[float, str]]:
+    """The contract's driver loop; the crawls, in time order."""
+    planner.begin(users, history, start, end)
+    used: dict[int, int] = defaultdict(int)
+    crawls: list[tuple[float, str]] = []
+    while (t := planner.next_at()) is not None:
+        window = max(0, int((t - start) // HOUR))
+        while used[window] >= per_hour:
+            window += 1
+        t = max(t, start + window * HOUR)
+        if t >= end:
+            break
+        for user in planner.take(t, per_hour - used[window]):
+            used[window] += 1
+            crawls.append((t, user))
+            planner.crawled(user, t, [], False)
+    return crawls
+
+
+def schedule(args: argparse.Namespace) -> int:
+    from frontier.freshness.params import PlannerParams, with_settings
+    from frontier.freshness.planners import PLANNERS
+
+    try:
+        if not args.history_start <= args.start < args.end:
+            raise InputError("the times must satisfy --history-start <= --start < --end")
+        try:
+            params = with_settings(PlannerParams(per_crawl=args.per_crawl, learn=False,
+                                                 history_start=args.history_start), args.set)
+        except ValueError as e:
+            raise InputError(f"--set {e}") from None
+        if params.learn:
+            raise InputError("--set learn: an offline schedule learns nothing after --start; leave it false")
+        users = read_users(args.users)
+        history = read_history(args.history, args.history_start, args.start)
+    except InputError as e:
+        sys.stderr.write(f"crawl: error: {e}\n")
+        return 2
+    planner = PLANNERS[args.planner](params)
+    crawls = plan(planner, users, history, args.start, args.end, args.per_hour)
+    try:
+        with args.out.open("w", newline="") as stream:
+            writer = csv.writer(stream, lineterminator="\n")
+            writer.writerow(["user_id", "crawl_ts"])
+            writer.writerows((user, repr(t)) for t, user in crawls)
+    except OSError as e:
+        sys.stderr.write(f"crawl: error: {args.out}: cannot write it: {e.strerror}\n")
+        return 2
+    stats = planner.statistics()
+    crawled = len({user for _, user in crawls})
+    sys.stderr.write(f"{len(crawls)} crawls of {crawled} of {len(users)} users ({args.planner} planner; users by class "
+                     f"{', '.join(f'{c}: {n}' for c, n in stats.classes.items())}) → {args.out}\n")
+    return 0

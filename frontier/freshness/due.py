@@ -1,0 +1,56 @@
+"""When each user's next crawl is due: a heap with lazy deletion, and the pool of users due now.
+
+Invariant: a user is in at most one of three places: the heap (due later, or not yet looked at),
+the pool (due, waiting for a call) or in flight (taken, not yet reported); a user in none has no
+crawl planned. Each user's entry in the heap carries its version; a newer due time, or a take,
+makes older entries stale, and they are dropped when they reach the top. O(log n) per change.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+
+class DueQueue:
+    def __init__(self, users: int) -> None:
+        self._heap: list[tuple[float, int, int]] = []
+        self._version = [0] * users
+        self.pool: dict[int, float] = {}
+        self.in_flight: set[int] = set()
+
+    def __repr__(self) -> str:
+        return f"<DueQueue heap={len(self._heap)} pool={len(self.pool)} in_flight={len(self.in_flight)}>"
+
+    def plan(self, user: int, due: float) -> None:
+        """The user's next crawl is due at ``due`` (replacing any other plan, pooled or in flight)."""
+        self.cancel(user)
+        heapq.heappush(self._heap, (due, self._version[user], user))
+
+    def cancel(self, user: int) -> None:
+        """No crawl of the user is planned any more."""
+        self._version[user] += 1
+        self.pool.pop(user, None)
+        self.in_flight.discard(user)
+
+    def peek(self) -> tuple[float, int] | None:
+        """The earliest planned (due, user) still in the heap."""
+        while self._heap:
+            due, version, user = self._heap[0]
+            if version == self._version[user]:
+                return due, user
+            heapq.heappop(self._heap)
+        return None
+
+    def pop(self) -> None:
+        """Drop the top entry (the one :meth:`peek` returned): its user is then in none of the places."""
+        _, _, user = heapq.heappop(self._heap)
+        self._version[user] += 1
+
+    def pool_earliest(self) -> float | None:
+        return min(self.pool.values()) if self.pool else None
+
+    def start(self, users: list[int]) -> None:
+        """The pooled ``users`` are taken: in flight until reported."""
+        for user in users:
+            del self.pool[user]
+            self.in_flight.add(user)
