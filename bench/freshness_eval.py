@@ -16,8 +16,9 @@ messages collected ÷ round-robin's − 1 and crawls ÷ round-robin's; and the i
 method: at least +55 % messages with freshness at least round-robin's. Output: JSON, a PNG
 (messages and freshness against crawls) and a Markdown table.
 
-The lead adds the paper's planners after merging by putting factories in :data:`PLANNERS` and
-:data:`SINGLE_VISIT` (name → ``Budget -> Planner``); nothing else changes.
+The methods are the factories (name → ``Budget -> Planner``) of :data:`PLANNERS` and
+:data:`SINGLE_VISIT`: the baselines of :mod:`bench.freshness.baselines` and the paper's planners of
+:mod:`frontier.freshness.planners`, whose Hash threshold follows the budget's calls per day.
 
     python -m bench.freshness_eval                                  # 10k users, 61 days, seeds 0, 101, 202
     python -m bench.freshness_eval --users 1000 --days 14 --seeds 0 --out /tmp/fresh
@@ -41,7 +42,9 @@ from bench.freshness.metrics import measure
 from bench.freshness.simulator import Limits, simulate
 from bench.freshness.trace import Trace
 from bench.invitro.posting import DAY, Population, PostingParams
+from frontier.freshness.params import PlannerParams, PoissonParams
 from frontier.freshness.planner import Planner
+from frontier.freshness.planners import hash_planner, paper_planner, poisson_planner
 from frontier.markdown_table import markdown_table
 
 START = 1_351_699_200.0 - 8 * 3600.0  # 2012-11-01 00:00 UTC+8, the paper's 61-day period (Table 5.1, run 1)
@@ -58,6 +61,8 @@ class Budget:
     """Round-robin's crawls per user; the budget is per_user × users calls."""
     seed: int
     limits: Limits
+    days: float
+    """The period's length: a planner with a budget per day spends crawls ÷ days a day."""
 
     @property
     def crawls(self) -> int:
@@ -65,12 +70,23 @@ class Budget:
 
 
 PlannerFactory = Callable[[Budget], Planner]
+
+
+def _params(budget: Budget, **poisson: float) -> PlannerParams:
+    """The paper's planners at ``budget``: the Hash threshold follows the calls a day may spend."""
+    return PlannerParams(per_crawl=budget.limits.per_crawl, calls_per_day=budget.crawls / budget.days,
+                         poisson=PoissonParams(**poisson))
+
+
 PLANNERS: dict[str, PlannerFactory] = {
     BASELINE: lambda b: RoundRobin(b.per_user, b.seed),
     "rate-proportional": lambda b: RateProportional(b.crawls, b.seed),
+    "hash": lambda b: hash_planner(_params(b)),
+    "paper": lambda b: paper_planner(_params(b)),
 }
 SINGLE_VISIT: dict[str, PlannerFactory] = {
     "round-robin (cyclic)": lambda b: Cyclic(),
+    "poisson organ pipe": lambda b: poisson_planner(_params(b, period_days=0.0)),
 }
 
 
@@ -92,11 +108,12 @@ def population_figures(trace: Trace, start: float, end: float) -> dict[str, floa
 def evaluate(label: str, trace: Trace, start: float, end: float, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     """Every registered planner on one trace: the single visit, then each budget of ``--per-user``."""
     users, limits = len(trace.users), Limits(args.per_crawl, args.per_hour)
-    once = Budget(users, 1, seed, limits)
+    days = (end - start) / DAY
+    once = Budget(users, 1, seed, limits, days)
     single = {name: run_method(f, once, trace, start, end) for name, f in SINGLE_VISIT.items()}
     recrawl: dict[str, dict[str, Any]] = {}
     for r in args.per_user:
-        budget = Budget(users, r, seed, limits)
+        budget = Budget(users, r, seed, limits, days)
         rows = {name: run_method(f, budget, trace, start, end) for name, f in PLANNERS.items()}
         base = rows[BASELINE]["overall"]
         for row in rows.values():

@@ -77,6 +77,17 @@ def test_at11_span_guard_over_90_days() -> None:
         assert gaps.max() <= 30 * DAY, user
 
 
+@pytest.mark.parametrize("per_day", [60.0, 240.0])
+def test_the_hash_threshold_follows_the_calls_a_day_may_spend(per_day: float) -> None:
+    end = START + 40 * DAY
+    posts = population(12, 60, START, end)
+    fixed = sum(map(len, drive(hash_planner(), posts, START, end, per_hour=150, per_crawl=100).values()))
+    planner = hash_planner(PlannerParams(calls_per_day=per_day))
+    spent = sum(map(len, drive(planner, posts, START, end, per_hour=150, per_crawl=100).values()))
+    assert abs(spent - per_day * 40) < 0.15 * per_day * 40, (fixed, spent)
+    assert (planner.threshold > 100.0) == (per_day * 40 < fixed)  # c rose to spend less, fell to spend more
+
+
 def test_paper_planner_routes_users_by_class() -> None:
     end = START + 20 * DAY
     posts = population(3, 9, START, end)

@@ -91,6 +91,10 @@ class PlannerParams:
     learn: bool = True
     """Update rates and tables from the posts crawls report. Off for an offline schedule, which
     learns nothing after its start: there, no posts reported does not mean the user went silent."""
+    calls_per_day: float = 0.0
+    """The calls a day may spend (an API quota, or an equal-budget comparison); 0: no target. With a
+    target, the Hash threshold c follows the calls spent (§3.4's feedback controller): at each local
+    midnight c is multiplied by (calls of the day just ended ÷ calls_per_day), within [½, 2]."""
     history_start: float | None = None
     """Unix time the history starts (rates are posts over [history_start, start]); None: the first post."""
     calendar: CalendarParams = field(default_factory=CalendarParams)
@@ -101,6 +105,8 @@ class PlannerParams:
     def __post_init__(self) -> None:
         if self.per_crawl < 1:
             raise ValueError(f"per_crawl: must be 1 or more, not {self.per_crawl!r}")
+        if not self.calls_per_day >= 0:
+            raise ValueError(f"calls_per_day: must be 0 or more, not {self.calls_per_day!r}")
 
     @property
     def threshold(self) -> float:

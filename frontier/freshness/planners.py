@@ -73,6 +73,7 @@ class FreshnessPlanner:
         p = self.params
         self.names = list(dict.fromkeys(users))
         self._crawls = self._overflows = self._posts = 0
+        self.threshold, self._crawls_before_today = p.threshold, 0
         self.index = {name: i for i, name in enumerate(self.names)}
         n = len(self.names)
         self.start, self.end = start, end
@@ -221,7 +222,7 @@ class FreshnessPlanner:
 
     def _hash_due(self, u: int) -> float:
         return self.tables.due(u, float(self.since[u]), float(self.expected[u]), float(self.last_crawl[u]),
-                               self.params.threshold, self.params.hash.span_days * DAY)
+                               self.threshold, self.params.hash.span_days * DAY)
 
     def _next_event(self) -> float:
         return min(self.next_period, self.next_midnight)
@@ -251,8 +252,12 @@ class FreshnessPlanner:
             self.queue.plan(user, due)
 
     def _midnight(self, at: float) -> None:
-        """Carry every Hash user's expectation to midnight (its tables change only when it is crawled)."""
+        """Carry every Hash user's expectation to midnight (its tables change only when it is crawled), and
+        move c toward the calls a day may spend."""
         self.next_midnight = at + DAY
+        if target := self.params.calls_per_day:
+            spent, self._crawls_before_today = self._crawls - self._crawls_before_today, self._crawls
+            self.threshold *= min(2.0, max(0.5, spent / target))
         hashed = np.array([u for u in range(len(self.names)) if self.uclass[u].uses_hash], dtype=np.int64)
         if len(hashed):
             behind = hashed[self.since[hashed] < at]
