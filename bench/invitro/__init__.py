@@ -20,6 +20,9 @@ Modules, by role:
 - :mod:`~bench.invitro.app`: ``start_invitro`` puts them together in-process;
 - ``python -m bench.invitro``: the same as a process with a ready file (see ``__main__``);
 - ``python -m bench.invitro.loadtest``: how many requests/s, and how much CPU each, it costs;
+- :mod:`~bench.invitro.timeline`: the posting lab, an API host whose users post on a lab clock
+  (timelines with ETag and 304, per-token rate limits with 429), served with
+  ``start_invitro(posting=TimelineParams(...))`` or ``python -m bench.invitro --posting USERS``;
 - :mod:`~bench.invitro.social`: the social lab, synthetic social websites with a ground truth,
   served instead of the synthetic web with ``start_invitro(social=SocialParams(...))`` or
   ``python -m bench.invitro --social blog,forum``.
