@@ -35,6 +35,7 @@ from engine.channel import SupervisorChannel
 from engine.checkpointer import Checkpointer
 from engine.clients import make_fetcher
 from engine.config import MAX_FETCHERS, Config, describe
+from engine.credentials import Credentials
 from engine.crew import Crew
 from engine.distributing import distribute
 from engine.dns import CachingResolver
@@ -102,8 +103,9 @@ class Agent:
         self.todo_filler = TodoFiller(crew, self.todo, leases, self.resolvers.start)
         self.budget = PageBudget(crew, self.ip_table)
         self.slots = InFlightSlots(self.home / "in-flight", MAX_FETCHERS)  # fetchers can grow live
+        self.credentials = Credentials(config.credentials, index, agents)
         self.fetchers = Fetchers(crew, self.fetcher, self.todo, leases, self.pipeline, self.budget, self.slots,
-                                 alone=agents == 1)
+                                 alone=agents == 1, credentials=self.credentials)
         self.checkpointer = Checkpointer(crew, self.out / "warc", self.warc_prefix, self.router, self.fetchers)
         self.channel = None
         if channel is not None:
@@ -224,13 +226,14 @@ class Agent:
                          "from_disk": fs.distributor.from_disk, "drops": fs.drops},
             "policy": fs.policy,
             **({"quality": fs.quality} if fs.quality else {}),
+            **({"credentials": self.credentials.statistics()} if self.credentials else {}),
             "store": dataclasses.asdict(self.store.statistics()),
             **self.checkpointer.summary(),
             **({"store_full": {"message": full[0], "path": str(full[1])}} if full else {}),
             "links_sent": self.router.sent,
             "links_received": self.router.received,
             "agent": self.index,
-            "config": describe(self.config),
+            "config": describe(self.config, redact=True),
             "timeline": self.timeline,
         }
 

@@ -15,6 +15,7 @@ import contextvars
 import ipaddress
 import socket
 import time
+from collections.abc import Sequence
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -77,7 +78,7 @@ class AiohttpFetcher:
             skip_auto_headers=("Content-Type",),
         )
 
-    async def fetch(self, url: str, ip: str | None) -> FetchResult:
+    async def fetch(self, url: str, ip: str | None, headers: Sequence[tuple[str, str]] = ()) -> FetchResult:
         if self._session is None:
             self._session = self._open()
         _pinned_ip.set(ip)
@@ -85,7 +86,8 @@ class AiohttpFetcher:
         fetched_at = time.time()
         try:
             async with self._session.get(
-                url, headers=self._headers, allow_redirects=False, proxy=self._proxy
+                url, headers={**self._headers, **dict(headers)} if headers else self._headers, allow_redirects=False,
+                proxy=self._proxy
             ) as resp:
                 body, truncated = await self._read_body(resp)
                 ended = time.monotonic()

@@ -173,6 +173,46 @@ class ControlConfig:
 
 
 @dataclass
+class CredentialConfig:
+    """One ``[[credentials]]`` table: an API credential, a politeness resource beside host and IP."""
+
+    name: str = _doc("", "what logs and stats call it (required, unique)")
+    token: str = _doc("", "sent as Authorization: Bearer TOKEN on every fetch of its hosts but robots.txt (required)")
+    calls_per_hour: float = _doc(0.0, "fetches it may make per hour, refilled continuously (required, > 0)")
+    burst: int = _doc(1, "fetches it may make back to back after an idle spell (the token bucket's size)")
+    hosts: list[str] = _doc([], "the host names it is for, without port (required)")
+
+
+def parse_credentials(value: Any, source: str) -> list[CredentialConfig]:
+    """``[[credentials]]`` as :class:`CredentialConfig` objects; ConfigError naming ``credentials[I].KEY``."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ConfigError("credentials", f"expected an array of tables, [[credentials]], in {source}")
+    types = _section_types(CredentialConfig())
+    out: list[CredentialConfig] = []
+    for i, table in enumerate(value):
+        credential = CredentialConfig()
+        for key, item in table.items():
+            dotted = f"credentials[{i}].{key}"
+            if key not in types:
+                raise ConfigError(dotted, f"unknown key in {source} (known: {', '.join(sorted(types))})")
+            setattr(credential, key, _coerce(dotted, types[key], item))
+        for key in ("name", "token", "hosts"):
+            if not getattr(credential, key):
+                raise ConfigError(f"credentials[{i}].{key}", f"is required in {source}")
+        if not credential.calls_per_hour > 0:
+            raise ConfigError(f"credentials[{i}].calls_per_hour", f"must be positive, got {credential.calls_per_hour}")
+        if credential.burst < 1:
+            raise ConfigError(f"credentials[{i}].burst", f"must be at least 1, got {credential.burst}")
+        if any(not host or ":" in host or "/" in host or host != host.strip() for host in credential.hosts):
+            raise ConfigError(f"credentials[{i}].hosts", f"expected host names without port, got {credential.hosts!r}")
+        credential.hosts = [host.lower() for host in credential.hosts]
+        if credential.name in (c.name for c in out):
+            raise ConfigError(f"credentials[{i}].name", f"{credential.name!r} is the name of an earlier credential")
+        out.append(credential)
+    return out
+
+
+@dataclass
 class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
@@ -187,6 +227,9 @@ class Config:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     quality: QualityConfig = field(default_factory=QualityConfig)
     control: ControlConfig = field(default_factory=ControlConfig)
+    credentials: list[CredentialConfig] = field(
+        default_factory=list, metadata={"doc": "API credentials, [[credentials]] tables (engine/credentials.py); none by default"}
+    )
 
     @property
     def out_dir(self) -> Path:
@@ -240,6 +283,9 @@ def apply(config: Config, table: dict[str, Any], source: str) -> None:
     """Merge a parsed TOML document into ``config``; unknown tables and keys are errors."""
     sections = {f.name for f in dataclasses.fields(config)}
     for name, values in table.items():
+        if name == "credentials":
+            config.credentials = parse_credentials(values, source)
+            continue
         if name not in sections:
             raise ConfigError(name, f"unknown section in {source} (known: {', '.join(sorted(sections))})")
         if not isinstance(values, dict):
@@ -401,14 +447,19 @@ def link_rules(config: Config) -> LinkRules:
     )
 
 
-def describe(config: Config) -> dict[str, dict[str, Any]]:
+def describe(config: Config, *, redact: bool = False) -> dict[str, Any]:
     """The configuration as plain tables, as crawl.toml writes them (for stats.json, the WARC
     warcinfo digest and the manifest an agent :func:`apply`-s): the policy's options sit beside
-    ``policy.name`` and ``policy.model``."""
+    ``policy.name`` and ``policy.model``. ``redact`` leaves the credentials' tokens out (stats.json)."""
     tables = dataclasses.asdict(config)
+    if not tables["credentials"]:  # crawl.toml shows [[credentials]] as a comment: an empty array is no table
+        del tables["credentials"]
+    elif redact:
+        for credential in tables["credentials"]:
+            credential["token"] = "<redacted>"
     policy = tables["policy"]
     policy.update(policy.pop("options"))
     return tables
 
 
-__all__ = ["Config", "ConfigError", "load", "set_value", "describe", "parse_size"]
+__all__ = ["Config", "ConfigError", "describe", "load", "parse_size", "set_value"]

@@ -4,10 +4,10 @@ Holds no I/O: the clients are ``engine/http1.py: Http1Fetcher`` (the default) an
 ``engine/aiohttp_fetcher.py: AiohttpFetcher``; ``engine/clients.py: make_fetcher`` picks one by
 ``network.client``. Both are built from one :class:`ClientSettings` and satisfy :class:`Fetcher`.
 
-The contract, the same for every client: ``fetch(url, ip)`` performs exactly one GET
+The contract, the same for every client: ``fetch(url, ip, headers)`` performs exactly one GET
 (redirects are *not* followed: the engine records them and enqueues their targets) over a
 connection to ``ip``, the address the workbench recorded for the host (or to the proxy, if
-one is set), and returns a :class:`FetchResult` holding what the WARC needs: the request head
+one is set), with ``headers`` after its own (a revisit's validators, a credential), and returns a :class:`FetchResult` holding what the WARC needs: the request head
 as sent, the response head as received (less ``Transfer-Encoding``, since the body is stored
 de-chunked) and the body as transferred (content-encoding kept, cut at ``max_body_bytes``).
 It raises only the remote errors of ``engine/errors.py``: ``ConnectFailed``, ``ReadTimeout``,
@@ -19,6 +19,7 @@ what a server serves, and a bad certificate is not a reason to lose the page.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -80,8 +81,9 @@ class Fetcher(Protocol):
     @property
     def settings(self) -> ClientSettings: ...
 
-    async def fetch(self, url: str, ip: str | None) -> FetchResult:
-        """One GET of ``url`` over a connection to ``ip``; raises ConnectFailed, ReadTimeout or BadResponse."""
+    async def fetch(self, url: str, ip: str | None, headers: Sequence[tuple[str, str]] = ()) -> FetchResult:
+        """One GET of ``url`` over a connection to ``ip``, with ``headers`` besides the client's own;
+        raises ConnectFailed, ReadTimeout or BadResponse."""
         ...
 
     async def close(self) -> None:

@@ -17,8 +17,9 @@ import asyncio
 import time
 import traceback
 
+from engine.credentials import Credential, Credentials
 from engine.crew import Crew
-from engine.errors import RemoteError
+from engine.errors import RemoteError, retry_after
 from engine.fetch import Fetcher, FetchResult
 from engine.ip_table import SharedIpTable
 from engine.metrics import LATENCY_BUCKETS, Histogram
@@ -27,11 +28,13 @@ from engine.pipeline import REDIRECTS, Pipeline
 from engine.resume import InFlightSlots
 from engine.robots import RobotsRules
 from engine.todo import IpLeases, TodoRing
-from frontier.urls import fingerprint, split
+from frontier.urls import fingerprint, host_of, split
+from frontier.validators import request_headers
 from frontier.visit_state import Phase, VisitState
 from store.errors import StoreFull
 
 MAX_ROBOTS_HOPS = 5  # RFC 9309 2.3.1.2
+TOO_MANY_REQUESTS = 429
 
 
 class PageBudget:
@@ -66,7 +69,7 @@ class Fetchers:
     """The fetch coroutines of one agent; ``resize`` changes how many run."""
 
     def __init__(self, crew: Crew, fetcher: Fetcher, todo: TodoRing, leases: IpLeases, pipeline: Pipeline,
-                 budget: PageBudget, slots: InFlightSlots, *, alone: bool) -> None:
+                 budget: PageBudget, slots: InFlightSlots, *, alone: bool, credentials: Credentials | None = None) -> None:
         self.crew = crew
         self.fetcher = fetcher
         self.todo = todo
@@ -75,6 +78,7 @@ class Fetchers:
         self.budget = budget
         self.slots = slots
         self.alone = alone  # the only agent: it checks engine.max_pages itself
+        self.credentials = credentials or None  # this agent's [[credentials]]; None when it holds none
         self.skip: set[int] = set()  # fingerprints of URLs stored after the checkpoint resumed from
         self.count = 0
         self.in_flight = 0
@@ -150,6 +154,13 @@ class Fetchers:
         if vs.robots_due(time.time(), crew.config.robots.expiry):
             await self.visit_robots(vs)
             return
+        credential = None
+        if self.credentials is not None:  # the one test an ordinary crawl pays: it configures no credentials
+            now = time.monotonic()
+            credential, ready = self.credentials.take(host_of(vs.scheme_authority), now)
+            if ready > now:  # no call left: the host waits in the workbench for the next, the IP does not
+                frontier.release(vs, now, host_next=max(vs.next_fetch, ready), ip_next=0.0)
+                return
         # The page budget is asked before a URL leaves the queue: once it is spent, the host keeps its URLs
         # for the checkpoint, so a --resume with a larger budget finds them there.
         if not self.budget.reserve():
@@ -160,10 +171,14 @@ class Fetchers:
             self.budget.unreserve()
             frontier.release(vs, time.monotonic(), host_next=vs.next_fetch)
             return
+        sent = vs.validators
+        headers = request_headers(sent) if sent else []
+        if credential is not None:
+            headers.append(credential.header)
         self.slots.start(k, url)
         started = time.monotonic()
         try:
-            result = await self.fetcher.fetch(url, vs.ip)
+            result = await self.fetcher.fetch(url, vs.ip, headers)
         except RemoteError as e:
             self.slots.done(k)
             self.budget.unreserve()
@@ -171,15 +186,31 @@ class Fetchers:
             frontier.failed(vs, url, time.monotonic(), backoff=e.retry_after, breaks_host=e.breaks_host, error=e.kind)
             return
         self.latency.observe(result.ended - started)
+        if credential is not None:  # the archive keeps no secret: the token is named, not written
+            result.request_head = result.request_head.replace(credential.token.encode(), f"<{credential.name}>".encode())
+        if result.status == TOO_MANY_REQUESTS:
+            self._too_many(vs, k, result, credential)
+            return
         frontier.succeeded(vs)
         frontier.release(vs, result.ended)
         crew.stats.pages += 1
-        self.pipeline.page(result)
+        self.pipeline.page(result, sent)
         if crew.full is None:  # a page the full disk kept out of the WARC stays counted as cut, as by a crash
             self.slots.done(k)
         max_pages = crew.config.engine.max_pages
         if max_pages and self.alone and crew.stats.pages >= max_pages:
             crew.finish("max_pages")
+
+    def _too_many(self, vs: VisitState, k: int, result: FetchResult, credential: Credential | None) -> None:
+        """A 429: stored, not a page; the host and the credential wait its Retry-After, then the URL goes again."""
+        wait = retry_after(result.headers.get("retry-after"), time.time())
+        if credential is not None:
+            credential.hold(result.ended + wait)
+        self.budget.unreserve()
+        self.crew.frontier.deferred(vs, result.ended, wait)
+        self.pipeline.deferred(result)
+        if self.crew.full is None:
+            self.slots.done(k)
 
     def _next_allowed(self, vs: VisitState) -> str | None:
         """Pop URLs until one robots.txt allows; disallowed ones are dropped and counted, and so

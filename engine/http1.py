@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import ipaddress
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -393,13 +394,13 @@ class Http1Fetcher:
             self._requests, self._connections, self._reused, alive, self._idle_count, self._delegated
         )
 
-    async def fetch(self, url: str, ip: str | None) -> FetchResult:
+    async def fetch(self, url: str, ip: str | None, headers: Sequence[tuple[str, str]] = ()) -> FetchResult:
         try:
             scheme, host, host_header, port, target = split_url(url)
         except ValueError as e:
             raise BadResponse(f"{url}: InvalidURL: {e}") from None
         if scheme == "https":
-            return await self._fetch_https(url, ip)
+            return await self._fetch_https(url, ip, headers)
         if self._proxy is not None:
             key = self._proxy
             target = f"http://{host_header}{target}"
@@ -413,6 +414,9 @@ class Http1Fetcher:
         head = b"".join(
             (b"GET ", target.encode("ascii"), b" HTTP/1.1\r\nHost: ", host_header.encode("ascii"), self._head_tail)
         )
+        if headers:  # before the blank line that ends the head
+            extra = "".join(f"{name}: {value}\r\n" for name, value in headers).encode("latin-1", "replace")
+            head = head[:-2] + extra + b"\r\n"
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
         self._requests += 1
@@ -498,11 +502,11 @@ class Http1Fetcher:
             fetched_at=fetched_at,
         )
 
-    async def _fetch_https(self, url: str, ip: str | None) -> FetchResult:
+    async def _fetch_https(self, url: str, ip: str | None, headers: Sequence[tuple[str, str]]) -> FetchResult:
         if self._https is None:
             self._https = AiohttpFetcher(self.settings)
         self._delegated += 1
-        return await self._https.fetch(url, ip)
+        return await self._https.fetch(url, ip, headers)
 
     # The pool: a stack per address (the most recently used first, the warmest), swept each second.
 

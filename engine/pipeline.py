@@ -23,6 +23,11 @@ The agent's fetchers call :meth:`Pipeline.page` for every page response and
    (``Frontier.quality_page``), before its links are discovered, so the links of the page that
    gets a host stopped are dropped; the verdict goes to ``engine/quality_log.py``.
 
+A 304 (the answer to a conditional revisit, whose request sent the validators of the URL's last
+fetch) is stored as a ``server-not-modified`` revisit record and shown to the policy with
+``changed=False``; nothing is parsed. Every page shown to the policy brings its validators, which
+the revisits of its URL carry (``Frontier.fetched``, ``frontier/validators.py``).
+
 Bad input never stops the crawl: a body that does not decode is stored and not parsed;
 the link extractor takes any bytes. A full disk (:class:`store.errors.StoreFull`) is handed
 to ``stop`` when the agent gives one (the crawl then ends cleanly), else raised.
@@ -41,6 +46,7 @@ from engine.parse import HTML_TYPES, ParsedPage, extract_links, parse_location
 from engine.quality_log import QualityLog
 from engine.quality_text import page_text
 from engine.stats import Counters
+from frontier import validators
 from frontier.filters import PhaseFilters, Response
 from frontier.frontier import Frontier
 from frontier.page import FetchedPage, LinkContext
@@ -91,6 +97,12 @@ class Pipeline:
         self.stats.robots += 1
         self.save(result)
 
+    def deferred(self, result: FetchResult) -> None:
+        """A 429 the URL will be fetched again after: stored as it came, counted apart from pages (``deferred``),
+        not parsed nor shown to the policy."""
+        self.stats.deferred += 1
+        self.save(result)
+
     def save(
         self,
         result: FetchResult,
@@ -132,11 +144,17 @@ class Pipeline:
             self.stats.truncated[result.truncated] += 1
         return True
 
-    def page(self, result: FetchResult) -> None:
-        """Store the exchange, show it to the policy, then follow its redirect or its links."""
+    def page(self, result: FetchResult, sent: bytes = b"") -> None:
+        """Store the exchange, show it to the policy, then follow its redirect or its links.
+
+        ``sent`` are the validators the request carried (``frontier/validators.py``), b"" for an
+        unconditional GET."""
         status = result.status
         self.stats.statuses[status] += 1
         frontier = self.frontier
+        if status == 304:
+            self._not_modified(result, sent)
+            return
         if status in REDIRECTS:
             location = result.headers.get("location")
             target = parse_location(location, result.url, sort_query=self.link_rules.sort_query) if location else None
@@ -180,13 +198,21 @@ class Pipeline:
         elif not self.save(result, check=check, page=True, links=links, payload_truncated=decoded.cut):
             return
         if frontier.wants_pages:  # the policy sees the page before it judges the page's links
-            frontier.fetched(self._page(result, decoded.payload or b"", parsed, None), result.ended)
+            page = self._page(result, decoded.payload or b"", parsed, None, changed=True if sent else None)
+            frontier.fetched(page, result.ended, validators.of_response(result.headers))
         # an identical payload is a revisit record, with no body for `crawl learn quality` to read: skipped here too
         if is_html and decoded.payload and check.original is None and frontier.quality_wants(result.url):
             self._quality(result, decoded.payload)
         if parsed is not None:
             self.stats.links += len(links)
             self.discover(links, result.url, parsed.contexts)
+
+    def _not_modified(self, result: FetchResult, sent: bytes) -> None:
+        """A 304: a revisit record of profile server-not-modified, then the policy hears "not changed"
+        (its revisits keep the validators: the 304's own, else those sent)."""
+        if self.save(result, page=True) and self.frontier.wants_pages:
+            page = self._page(result, b"", None, None, changed=False)
+            self.frontier.fetched(page, result.ended, validators.of_response(result.headers, sent))
 
     def _quality(self, result: FetchResult, payload: bytes) -> None:
         verdict = self.frontier.quality_page(result.url, page_text(payload))
@@ -200,7 +226,8 @@ class Pipeline:
             self.stop(str(e), e.path)
 
     @staticmethod
-    def _page(result: FetchResult, body: bytes, parsed: ParsedPage | None, redirect: str | None) -> FetchedPage:
+    def _page(result: FetchResult, body: bytes, parsed: ParsedPage | None, redirect: str | None, *,
+              changed: bool | None = None) -> FetchedPage:
         return FetchedPage(
             url=result.url,
             status=result.status,
@@ -211,4 +238,5 @@ class Pipeline:
             links=tuple(parsed.links) if parsed is not None else (),
             contexts=tuple(parsed.contexts) if parsed is not None and parsed.contexts is not None else None,
             redirect=redirect,
+            changed=changed,
         )

@@ -1,7 +1,7 @@
 """Link routing: a page's links go to this agent's frontier or to the agent that owns their host.
 
-Reads the follow filter (``filters.follow``) and the consistent-hash ring
-(``engine/ownership.py``); writes the frontier (``discover``, ``drop``) and, with several
+Reads the follow filter (``filters.follow``), the consistent-hash ring
+(``engine/ownership.py``) and the hosts ``[[credentials]]`` pin to an agent (``engine/credentials.py``); writes the frontier (``discover``, ``drop``) and, with several
 agents, the link spools (``engine/link_exchange.py``), links and their contexts together.
 The exchange task writes the buffered links out every few tens of milliseconds and takes in
 those the other agents sent. Never fetches, never touches the workbench.
@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine.credentials import pinned_hosts
 from engine.crew import Crew
 from engine.link_exchange import Inbox, Outbox, Position
 from engine.ownership import HashRing
@@ -29,6 +30,7 @@ class LinkRouter:
         self.crew = crew
         self.index, self.agents = index, agents
         self.ring = HashRing(agents)
+        self.pinned = pinned_hosts(crew.config.credentials, agents)  # a credential's hosts go with it
         self._owners: dict[str, int] = {}
         self.links = links
         self.outbox = Outbox(links, index, agents) if agents > 1 else None
@@ -39,7 +41,9 @@ class LinkRouter:
         if owner is None:
             if len(self._owners) > 1 << 20:
                 self._owners.clear()
-            owner = self._owners[scheme_authority] = self.ring.owner(host_of(scheme_authority))
+            host = host_of(scheme_authority)
+            pinned = self.pinned.get(host)
+            owner = self._owners[scheme_authority] = self.ring.owner(host) if pinned is None else pinned
         return owner
 
     def mine(self, urls: Sequence[str]) -> list[str]:

@@ -27,6 +27,7 @@ class Counters:
     robots_disallowed: int = 0
     links: int = 0  # links extracted from pages
     redirects: int = 0
+    deferred: int = 0  # 429 answers: their URL is fetched again after the Retry-After
     # bodies cut, by kind: "length" (the transfer stopped at network.max_body_bytes), "decoded" (the decoded
     # payload went past it): either way the links past the cut are lost, so a user must be able to see it
     truncated: Counter[str] = field(default_factory=Counter)

@@ -466,7 +466,7 @@ class Supervisor:
             "restarts": sum(a.restarts for a in self.agents),
             **({"store_full": self.full_report()} if self.full is not None else {}),
             "agents": [{k: v for k, v in p.items() if k not in ("timeline", "config")} for p in parts],
-            "config": describe(self.config),
+            "config": describe(self.config, redact=True),
             "timeline": self.timeline,
         }
 

@@ -4,7 +4,7 @@
 * ``crawl warc verify OUT``: every WARC file must be whole gzip members, parse with warcio
   with every block and payload digest right, and agree with its CDXJ index (each line points
   at a record of its URL, and every response and revisit record has a line); and every
-  revisit must refer to a response of the archive with its URI, its date and the same payload
+  revisit of an identical payload must refer to a response of the archive with its URI, its date and the same payload
   digest (a revisit promises identical payloads: replay serves the original's in its place).
   Prints one line per file; exits 1 if any file fails, naming the file and the problem.
 * ``crawl warc cat OUT URL``: the most recent record of ``URL`` (response or revisit), found
@@ -30,7 +30,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from store import cdxj
 from store.recovery import INDEXED, warc_records
-from store.warc import OPEN_SUFFIX, end_of_complete_members
+from store.warc import OPEN_SUFFIX, PROFILE_NOT_MODIFIED, end_of_complete_members
 
 
 def warc_folder(path: Path) -> Path:
@@ -136,7 +136,7 @@ def verify_file(path: Path, revisits: Revisits | None = None) -> str:
                 get = record.rec_headers.get_header
                 if record.rec_type == "response":
                     responses[get("WARC-Record-ID")] = Original(get("WARC-Target-URI"), get("WARC-Date"), get("WARC-Payload-Digest"))
-                elif record.rec_type == "revisit":
+                elif record.rec_type == "revisit" and get("WARC-Profile") != PROFILE_NOT_MODIFIED:
                     references.append(Reference(name, get("WARC-Target-URI"), get("WARC-Refers-To") or "", Original(
                         get("WARC-Refers-To-Target-URI"), get("WARC-Refers-To-Date"), get("WARC-Payload-Digest"))))
         except Exception as e:  # warcio raises several kinds; each is the answer here

@@ -46,11 +46,13 @@ from dataclasses import dataclass
 from frontier.shapes import ShapeBudget
 from frontier.sieve import MercatorSieve
 from frontier.urls import split
+from frontier.validators import attach, detach
 from frontier.virtualizer import WorkbenchVirtualizer
 from frontier.visit_state import LaneQueues, Phase, VisitState
 from frontier.workbench import Workbench
 
 BYTES_PER_URL_ESTIMATE = 100  # BUbiNG sizes the workbench in path+queries as bytes/100
+_NUL = b"\x00"  # in an item of a host's queues only between a revisit's path and its validators
 LANE_REFILL_MIN = 16  # a lane read from disk brings at least this many: one block read serves several fetches
 
 
@@ -153,11 +155,13 @@ class Distributor:
     def place_revisit(self, url: bytes) -> VisitState | None:
         """Queue a due revisit ahead of its host's backlog (it bypasses the sieve and every budget).
 
+        ``url`` may carry its validators (``frontier/validators.py``), which stay with its path.
         Returns the visit state if the engine must resolve it (a host new to this process)."""
-        scheme_authority, path_query = split(url.decode())
+        bare, validators = detach(url)
+        scheme_authority, path_query = split(bare.decode())
         vs, created = self._host(scheme_authority)
         if vs is not None:
-            self.workbench.push_due(vs, path_query.encode())
+            self.workbench.push_due(vs, attach(path_query.encode(), validators))
         return vs if created else None
 
     def _refill(self, vs: VisitState, limit: int) -> int:
@@ -262,8 +266,11 @@ class Distributor:
         self.host_to_visit_state[vs.scheme_authority] = vs
         self._next_id = max(self._next_id, vs.id)
         if vs.lanes is None:
-            for item in items:
-                self.workbench.push_url(vs, item)
+            for item in items:  # a revisit with validators goes back among the due: the backlog holds bare paths
+                if _NUL in item:
+                    self.workbench.push_due(vs, item)
+                else:
+                    self.workbench.push_url(vs, item)
         else:
             for item in items:
                 self.workbench.push_due(vs, item)

@@ -53,6 +53,7 @@ from frontier.shapes import ShapeBudget
 from frontier.sieve import MercatorSieve
 from frontier.url_cache import UrlCache
 from frontier.urls import split
+from frontier.validators import attach, detach
 from frontier.virtualizer import WorkbenchVirtualizer
 from frontier.visit_state import Phase, Rules, VisitState
 from frontier.workbench import Workbench
@@ -444,21 +445,24 @@ class Frontier:
         return self.workbench.next_deadline()
 
     def next_url(self, vs: VisitState) -> str:
-        """The next URL of an acquired visit state: a failed one being retried, then due revisits,
-        then the backlog (ranked: the first of the lane of best rank, read from disk if it is there)."""
+        """The next URL of an acquired visit state: a failed one being retried, then due revisits (with
+        their validators, in ``vs.validators``), then the backlog (ranked: the lane of best rank's first)."""
+        validators = b""
         if vs.retry_path is not None:
             path_query, vs.retry_path = vs.retry_path, None
             self.retrying -= 1
+            path, validators = detach(path_query)
         elif vs.due is not None:
             path_query = self.workbench.pop_due(vs)
+            path, validators = detach(path_query)
         elif vs.lanes is not None:
-            path_query = self._next_in_lanes(vs)
+            path = path_query = self._next_in_lanes(vs)
         else:
-            path_query = self.workbench.pop_url(vs)
+            path = path_query = self.workbench.pop_url(vs)
             if not len(vs.queue):
                 self.distributor.emptied(vs)
-        vs.in_flight = path_query
-        return vs.scheme_authority + path_query.decode()
+        vs.in_flight, vs.validators = path_query, validators
+        return vs.scheme_authority + path.decode()
 
     def _next_in_lanes(self, vs: VisitState) -> bytes:
         lanes = vs.lanes
@@ -556,7 +560,7 @@ class Frontier:
     def failed(self, vs: VisitState, url: str, end: float, *, backoff: float, breaks_host: bool, error: str) -> None:
         """A fetch failed remotely (``error``, the kind): retry the URL after a doubling back-off,
         then give up (the host is purged if the error ``breaks_host``); the policy hears of each."""
-        final = not self._back_off(vs, end, backoff, retry=split(url)[1].encode())
+        final = not self._back_off(vs, end, backoff, retry=vs.in_flight or split(url)[1].encode())
         if final:
             vs.retries = 0
             if breaks_host:
@@ -586,15 +590,20 @@ class Frontier:
     def fetcher_waited(self) -> None:
         self.distributor.fetcher_waited()
 
-    def fetched(self, page: FetchedPage, now: float) -> None:
-        """Show a response of a page URL (any status) to the policy and schedule the revisits it asks for.
+    def fetched(self, page: FetchedPage, now: float, validators: bytes = b"") -> None:
+        """Show a response of a page URL (any status) to the policy, before its links are offered (only when
+        :attr:`wants_pages`), and schedule the revisits it asks for (one of its own URL carries ``validators``)."""
+        self._schedule(self.policy.on_fetched(page, now), page.url, validators)
 
-        The engine calls it only when :attr:`wants_pages`, before offering the page's links."""
-        self._schedule(self.policy.on_fetched(page, now))
+    def deferred(self, vs: VisitState, end: float, wait: float) -> None:
+        """A 429: the URL out goes first again (validators kept) after ``wait`` seconds from ``end``; no failure."""
+        vs.retry_path = vs.in_flight
+        self.retrying += 1
+        self.release(vs, end, host_next=end + max(vs.host_delay, wait))
 
-    def _schedule(self, revisits: Iterable[Revisit]) -> None:
+    def _schedule(self, revisits: Iterable[Revisit], url: str = "", validators: bytes = b"") -> None:
         for revisit in revisits:
-            self.revisits.add(revisit.url.encode(), revisit.at)
+            self.revisits.add(attach(revisit.url.encode(), validators if revisit.url == url else b""), revisit.at)
 
     # -- summaries -------------------------------------------------------------------------
 

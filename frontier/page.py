@@ -39,7 +39,9 @@ class FetchedPage:
     ``wants_document``, else ``None``. ``links`` are the page's canonical links in page
     order (empty if it was not parsed), ``contexts`` their :class:`LinkContext`, one per
     link, when the policy sets ``wants_context``. ``redirect`` is the canonical target of a
-    redirect, else ``None``.
+    redirect, else ``None``. ``changed`` answers "changed since the last fetch?" for a
+    conditional GET (a revisit that sent validators): False for a 304, True for any other
+    answer; ``None`` when the request was not conditional.
     """
 
     url: str
@@ -51,3 +53,4 @@ class FetchedPage:
     links: tuple[str, ...] = ()
     contexts: tuple[LinkContext, ...] | None = None
     redirect: str | None = None
+    changed: bool | None = None

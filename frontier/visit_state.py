@@ -239,6 +239,7 @@ class VisitState:
         "robots_path",
         "robots_hops",
         "in_flight",
+        "validators",
     )
 
     def __init__(self, id: int, scheme_authority: str, host_delay: float, ranked: bool = False) -> None:
@@ -247,6 +248,7 @@ class VisitState:
         self.queue = PathQueue()
         self.lanes = LaneQueues() if ranked else None
         self.due: PathQueue | None = None  # revisits that came due, fetched before the backlog
+        self.validators = b""  # those of the URL out with a fetcher, if a revisit (frontier/validators.py)
         self.on_disk = 0
         self.next_fetch = 0.0
         self.host_delay = host_delay

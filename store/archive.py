@@ -14,7 +14,9 @@ The engine holds one :class:`Archive` per process and calls it for every fetch:
 A revisit record promises that its payload is the one of the record it refers to, and replay
 tools serve that record's payload in its place; so revisits are written for **identical
 payloads only** (the payload digest, of the body as transferred, equals the original's), with
-Heritrix's profile ``http://netpreserve.org/warc/1.1/revisit/identical-payload-digest``. A
+Heritrix's profile ``http://netpreserve.org/warc/1.1/revisit/identical-payload-digest``; and a
+304 (a conditional revisit the server says is unchanged) is one of profile
+``server-not-modified``, as Heritrix writes it, naming only the URI it stands for. A
 **near-duplicate** (the same page up to HTML attributes, digits, case and whitespace, or the
 same content under another content-coding: ``store.signature``) has other bytes, so it is kept
 as a full response, and its metadata record names the capture it nearly repeats
@@ -52,7 +54,7 @@ from store import cdxj, linkgraph, recovery
 from store.dedup import DedupStatistics, Original, SignatureIndex, payload_key
 from store.errors import StoreError
 from store.signature import exact_signature, html_signature
-from store.warc import OPEN_SUFFIX, PROFILE_IDENTICAL, Capture, Exchange, Revisit, WarcStore, payload_digest
+from store.warc import OPEN_SUFFIX, PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED, Capture, Exchange, Revisit, WarcStore, payload_digest
 
 DEDUP_MODES = ("near", "exact", "off")
 NEAR_DUPLICATE_MODES = ("store", "skip")
@@ -94,7 +96,8 @@ class ArchiveStatistics:
     bytes_written: int  # compressed WARC bytes
     uncompressed_bytes: int
     responses: int  # response records of fetches (robots.txt included)
-    revisits_identical: int  # revisit records (identical payloads: the only revisits written)
+    revisits_identical: int  # revisit records of identical payloads
+    revisits_not_modified: int  # revisit records of 304 answers to conditional revisits
     near_duplicates_stored: int  # of the responses, near-duplicates stored in full (store.near_duplicates = "store")
     near_duplicates_skipped: int  # near-duplicates not written at all (store.near_duplicates = "skip")
     metadata_records: int
@@ -139,7 +142,7 @@ class Archive:
         self._index: cdxj.IndexWriter | None = None
         self._graph: linkgraph.GraphWriter | None = None
         self._counts = dict.fromkeys(
-            ("responses", "identical", "near_stored", "near_skipped", "metadata", "dns", "lines", "pages", "edges"), 0
+            ("responses", "identical", "not_modified", "near_stored", "near_skipped", "metadata", "dns", "lines", "pages", "edges"), 0
         )
         self._rebuilt = recovery.Rebuilt(0, 0, 0)
         self._unfinished = 0
@@ -225,7 +228,9 @@ class Archive:
         """
         started = time.process_time()
         revisit = near = None
-        if check is not None:
+        if status == 304:  # a conditional revisit answered "not modified": the body is the earlier one
+            revisit = Revisit(exchange.url, "", "", PROFILE_NOT_MODIFIED)
+        elif check is not None:
             if check.original is not None:
                 o = check.original
                 revisit = Revisit(o.uri, o.date, o.record_id, PROFILE_IDENTICAL)
@@ -277,7 +282,7 @@ class Archive:
 
     def _count(self, revisit: Revisit | None, near: bool, metadata: bool) -> None:
         c = self._counts
-        c["identical" if revisit is not None else "responses"] += 1
+        c["responses" if revisit is None else "identical" if revisit.profile == PROFILE_IDENTICAL else "not_modified"] += 1
         c["near_stored"] += near
         c["metadata"] += metadata
 
@@ -348,7 +353,8 @@ class Archive:
         w, c, r = self.warc.statistics(), self._counts, self._rebuilt
         return ArchiveStatistics(
             records=w.records, files=w.files, bytes_written=w.bytes_written, uncompressed_bytes=w.uncompressed_bytes,
-            responses=c["responses"], revisits_identical=c["identical"], near_duplicates_stored=c["near_stored"],
+            responses=c["responses"], revisits_identical=c["identical"], revisits_not_modified=c["not_modified"],
+            near_duplicates_stored=c["near_stored"],
             near_duplicates_skipped=c["near_skipped"],
             metadata_records=c["metadata"], dns_records=c["dns"], index_lines=c["lines"],
             graph_pages=c["pages"], graph_edges=c["edges"], repaired_files=w.repaired_files,

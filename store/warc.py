@@ -24,7 +24,9 @@ Invariants, and why:
 * **Revisit records** keep ``WARC-Target-URI`` and the HTTP response head as their block,
   name the original in ``WARC-Refers-To``, ``WARC-Refers-To-Target-URI`` and
   ``WARC-Refers-To-Date``, carry the payload digest that was compared, and state their
-  ``WARC-Profile`` (WARC 1.1 §6.7).
+  ``WARC-Profile`` (WARC 1.1 §6.7). A 304 answer to a conditional revisit is a revisit record
+  of profile ``server-not-modified`` (§6.7.3, as Heritrix writes it) that names only the URI it
+  stands for: which earlier record holds the content is not known when it is written.
 
 The records are composed here rather than with warcio's ``WARCWriter``: PERF-NOTES.md
 measured WARC gzip as the largest per-page cost, and ``bench/warc_bench.py`` compares the
@@ -60,6 +62,7 @@ from store.errors import StoreFull, full_when_no_room, is_no_room
 OPEN_SUFFIX = ".open"
 WARC_SUFFIX = ".warc.gz"
 PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+PROFILE_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 _GZIP = 31  # wbits for a gzip header and trailer
 _SCAN_CHUNK = 1 << 20
 # isal's stubs type ``error`` as an instance; it is the exception class IsalError
@@ -84,8 +87,8 @@ class Revisit:
     """What a revisit record says about the original capture it stands in for."""
 
     uri: str
-    date: str  # WARC-Date of the original
-    record_id: str  # WARC-Record-ID of the original
+    date: str  # WARC-Date of the original; "" when unknown (then not written)
+    record_id: str  # WARC-Record-ID of the original; "" when unknown (then not written)
     profile: str  # WARC-Profile
 
 
@@ -285,9 +288,10 @@ class WarcStore:
         else:
             kind, block = "revisit", (e.response_head,)
             extra = (
-                f"WARC-Refers-To: {revisit.record_id}\r\n"
-                f"WARC-Refers-To-Target-URI: {_field_value(revisit.uri)}\r\n"
-                f"WARC-Refers-To-Date: {revisit.date}\r\nWARC-Profile: {revisit.profile}\r\n"
+                (f"WARC-Refers-To: {revisit.record_id}\r\n" if revisit.record_id else "")
+                + f"WARC-Refers-To-Target-URI: {_field_value(revisit.uri)}\r\n"
+                + (f"WARC-Refers-To-Date: {revisit.date}\r\n" if revisit.date else "")
+                + f"WARC-Profile: {revisit.profile}\r\n"
             )
         response = _record(
             f"WARC-Type: {kind}\r\nWARC-Record-ID: {response_id}\r\n{common}"

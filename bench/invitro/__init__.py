@@ -22,6 +22,9 @@ Modules, by role:
 - ``python -m bench.invitro.loadtest``: how many requests/s, and how much CPU each, it costs;
 - :mod:`~bench.invitro.posting`: a population of social-network users who post over time (issue
   15), the ground truth of the freshness simulator (``bench/freshness``) and the lab's posting mode;
+- :mod:`~bench.invitro.timeline`: the posting lab, an API host whose users post on a lab clock
+  (timelines with ETag and 304, per-token rate limits with 429), served with
+  ``start_invitro(posting=TimelineParams(...))`` or ``python -m bench.invitro --posting USERS``;
 - :mod:`~bench.invitro.social`: the social lab, synthetic social websites with a ground truth,
   served instead of the synthetic web with ``start_invitro(social=SocialParams(...))`` or
   ``python -m bench.invitro --social blog,forum``.

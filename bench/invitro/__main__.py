@@ -17,12 +17,19 @@ or empty), for the web the same options would serve.
 
 With ``--social`` it serves the social lab (``bench/invitro/social/``) instead of the synthetic
 web; the ready file then also holds ``sites: {name: {domain, seeds}}``.
+
+With ``--posting USERS`` it serves the posting lab's API (``bench/invitro/timeline.py``) for a
+population of USERS users drawn by ``bench/invitro/posting.py`` (``--posting-seed``); the ready
+file then also holds ``posting: {users, t0, scale, calls_per_hour, origin}``:
+
+    python -m bench.invitro --posting 500 --lab-scale 3600 --calls-per-hour 150 --log /tmp/api.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import os
 import signal
 import sys
@@ -37,6 +44,7 @@ from bench.invitro.app import InVitro, start_invitro
 from bench.invitro.model import WebModel, WebParams
 from bench.invitro.server import ServerOptions
 from bench.invitro.social.web import SocialParams, SocialWeb, parse_knobs
+from bench.invitro.timeline import PostSource, TimelineParams
 
 
 _NAMED = ("hosts", "hosts_per_ip", "mean_pages", "mean_links", "seed", "spam_share")
@@ -63,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     social.add_argument("--social-seed", type=int, default=1, help="the lab's seed")
     social.add_argument("--site-knob", action="append", default=[], metavar="SITE.KEY=VALUE",
                         help="a site's knob, e.g. blog.reply_share=1.0")
+    posting = parser.add_argument_group("the posting lab's API instead of the synthetic web")
+    posting.add_argument("--posting", type=int, metavar="USERS", help="serve the timeline API of this many users")
+    posting.add_argument("--posting-seed", type=int, default=0, help="the population's seed")
+    posting.add_argument("--lab-t0", type=float, default=1_700_000_000.0, help="the lab clock's unix time at start")
+    posting.add_argument("--lab-scale", type=float, default=3600.0, help="lab seconds per wall second")
+    posting.add_argument("--calls-per-hour", type=int, default=150, help="timeline calls per token per lab hour")
+    posting.add_argument("--max-count", type=int, default=200, help="the largest count a call may ask for")
     serve = parser.add_argument_group("serving")
     serve.add_argument("--port", type=int, default=0, help="port on every model IP (0: a free one)")
     serve.add_argument("--proxy-port", type=int, default=0, help="forward proxy port on 127.0.0.1 (0: a free one)")
@@ -131,7 +146,12 @@ def describe(web: InVitro) -> list[str]:
     ips = web.ips
     span = ips[0] if len(ips) == 1 else f"{ips[0]} … {ips[-1]}"
     info = web.ready_info()
-    what = f"sites {', '.join(info['sites'])}" if "sites" in info else f"{info['hosts']} hosts"
+    if "sites" in info:
+        what = f"sites {', '.join(info['sites'])}"
+    elif "posting" in info:
+        what = f"the posting API, {info['posting']['users']} users"
+    else:
+        what = f"{info['hosts']} hosts"
     lines = [f"invitro: http  {span} port {web.port}: {what} on {len(ips)} IPs"]
     if web.proxy_address:
         lines.append(f"invitro: proxy {web.proxy_address} (GET http://host:port/path)")
@@ -144,7 +164,23 @@ def describe(web: InVitro) -> list[str]:
     return lines
 
 
-async def serve(args: argparse.Namespace, params: WebParams | None, social: SocialParams | None = None) -> int:
+def make_posting(args: argparse.Namespace, parser: argparse.ArgumentParser) -> TimelineParams | None:
+    """TimelineParams from ``--posting`` and its options over ``bench/invitro/posting.py``'s population."""
+    if args.posting is None:
+        return None
+    if args.social:
+        parser.error("--posting and --social: serve one lab at a time")
+    try:  # imported by name: the population is a module of its own, maybe absent from a trimmed install
+        module = importlib.import_module("bench.invitro.posting")
+        source: PostSource = module.Population(module.PostingParams(users=args.posting, seed=args.posting_seed))
+        return TimelineParams(source, t0=args.lab_t0, scale=args.lab_scale, calls_per_hour=args.calls_per_hour,
+                              max_count=args.max_count)
+    except (ImportError, ValueError) as e:
+        parser.error(f"--posting: {e}")
+
+
+async def serve(args: argparse.Namespace, params: WebParams | None, social: SocialParams | None = None,
+                posting: TimelineParams | None = None) -> int:
     options = ServerOptions(
         keepalive=not args.no_keepalive,
         gzip=not args.no_gzip,
@@ -164,6 +200,7 @@ async def serve(args: argparse.Namespace, params: WebParams | None, social: Soci
         options=options,
         seeds=args.seeds,
         social=social,
+        posting=posting,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -213,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     social = make_social(args, parser)
+    posting = make_posting(args, parser)
     params = make_params(args, parser)
-    return run(serve(args, None if social else params, social))
+    return run(serve(args, None if social or posting else params, social, posting))
 
 
 if __name__ == "__main__":

@@ -4,13 +4,15 @@ Role: the composition used in-process by tests (``await start_invitro(...)``) an
 ``python -m bench.invitro`` (:mod:`bench.invitro.__main__`). Binding comes first, since the
 model needs the port to write its links: every model IP gets a listening socket on one shared
 port, then the model is built for that port. The model is the synthetic web of ``WebParams``
-or, with ``social=SocialParams(...)``, the social lab (:mod:`bench.invitro.social.web`).
+or, with ``social=SocialParams(...)``, the social lab (:mod:`bench.invitro.social.web`), or, with
+``posting=TimelineParams(...)``, the posting lab's API (:mod:`bench.invitro.timeline`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,8 @@ from bench.invitro.model import Web, WebModel, WebParams, ip_addresses
 from bench.invitro.requestlog import RequestLog
 from bench.invitro.server import HttpService, ServerOptions, bind_listeners, serve_sockets
 from bench.invitro.social.web import SocialParams, SocialWeb, social_ips
+from bench.invitro.timeline import IP as TIMELINE_IP
+from bench.invitro.timeline import TimelineParams, TimelineWeb
 
 PROXY_HOST = "127.0.0.1"
 
@@ -29,7 +33,7 @@ class InVitro:
     """A running in-vitro web. ``close()`` stops it and flushes the log."""
 
     model: Web
-    """a :class:`WebModel`, or a :class:`SocialWeb` when started with ``social=``"""
+    """a :class:`WebModel`, a :class:`SocialWeb` when started with ``social=``, a :class:`TimelineWeb` with ``posting=``"""
     service: HttpService
     port: int
     """the port every model IP listens on"""
@@ -73,6 +77,10 @@ class InVitro:
             info |= {"hosts": self.model.params.hosts, "params": asdict(self.model.params)}
         elif isinstance(self.model, SocialWeb):
             info |= {"sites": self.model.sites_info(), "params": self.model.params.as_dict()}
+        elif isinstance(self.model, TimelineWeb):
+            p = self.model.params
+            info |= {"posting": {"users": len(p.source.users), "t0": p.t0, "scale": p.scale,
+                                 "calls_per_hour": p.calls_per_hour, "origin": self.model.origin}}
         return info
 
     async def close(self) -> None:
@@ -102,16 +110,22 @@ async def start_invitro(
     seeds: int = 10,
     flush_interval: float = 0.5,
     social: SocialParams | None = None,
+    posting: TimelineParams | None = None,
 ) -> InVitro:
     """Start serving the web of ``params`` on loopback (ports 0 = free ones) and return it.
 
     With ``social``, serve the social lab's sites instead (``params`` must then be None);
-    ``seeds`` is then the number of seeds listed per site.
+    ``seeds`` is then the number of seeds listed per site. With ``posting``, serve the posting
+    lab's API instead (its lab clock reads ``posting.t0`` now).
     """
     model: Web
-    if social is not None:
-        if params is not None:
-            raise ValueError("give params (the synthetic web) or social (the social lab), not both")
+    if (params is not None) + (social is not None) + (posting is not None) > 1:
+        raise ValueError("give one of params (the synthetic web), social (the social lab), posting (the posting lab)")
+    if posting is not None:
+        ips = [TIMELINE_IP]
+        port, sockets = bind_listeners(ips, port)
+        model = TimelineWeb(posting, port, time.monotonic())
+    elif social is not None:
         ips = social_ips(social)
         port, sockets = bind_listeners(ips, port)
         model = SocialWeb(social, port)

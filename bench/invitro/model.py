@@ -41,11 +41,11 @@ import ipaddress
 import math
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from email.utils import formatdate
 from statistics import NormalDist
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 import xxhash
@@ -208,6 +208,8 @@ class Response:
     nofollow: list[bool] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     compressible: bool = False
+    log: dict[str, object] | None = None
+    """fields the request log's line adds (``LogRecord``'s optional ones), or None"""
 
     @property
     def content_type(self) -> str:
@@ -241,6 +243,16 @@ class Web(Protocol):
     def ips(self) -> list[str]: ...
 
     def seeds(self, n: int) -> list[str]: ...
+
+
+@runtime_checkable
+class HeadAwareWeb(Web, Protocol):
+    """A web whose answers also depend on the request head and its time (the posting lab's API):
+    the server calls ``respond_head`` instead of ``respond``."""
+
+    def respond_head(self, host: str, target: str, headers: Mapping[bytes, bytes], now: float) -> Response:
+        """The answer to ``target`` on ``host`` with the head's headers (lower-case names) at monotonic ``now``."""
+        ...
 
 
 def _lognormal(mean: float, sigma: float, unit: float) -> float:

@@ -53,6 +53,12 @@ class LogRecord:
     gzip: bool
     aborted: bool
     """the connection was gone when the (slow) response was due"""
+    credential: str | None = None
+    """the posting lab's API: the bearer token of a timeline call"""
+    lab: float | None = None
+    """the posting lab's API: the lab clock when the request head was complete"""
+    retry_after: float | None = None
+    """the posting lab's API: the Retry-After (wall seconds) of a 429"""
 
 
 class RequestLog:

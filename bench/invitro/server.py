@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import cast
 from email.utils import formatdate
 
-from bench.invitro.model import Response, Web
+from bench.invitro.model import HeadAwareWeb, Response, Web
 from bench.invitro.requestlog import RequestLog
 
 try:  # ISA-L's deflate is about 3x zlib's at level 1 (shared/PERF-NOTES.md); zlib if absent
@@ -85,6 +85,7 @@ class _Request:
     http10: bool
     gzip_ok: bool
     started: float
+    headers: dict[bytes, bytes]
 
 
 class HttpService:
@@ -92,6 +93,7 @@ class HttpService:
 
     def __init__(self, model: Web, options: ServerOptions, log: RequestLog) -> None:
         self.model = model
+        self.head_aware = model if isinstance(model, HeadAwareWeb) else None
         self.options = options
         self.log = log
         self.connections: set[HttpProtocol] = set()
@@ -204,6 +206,7 @@ def _parse_head(head: bytes, started: float) -> tuple[_Request, int] | None:
         http10,
         b"gzip" in headers.get(b"accept-encoding", b"").lower(),
         started,
+        headers,
     )
     return request, max(0, length)
 
@@ -280,7 +283,11 @@ class HttpProtocol(asyncio.Protocol):
                 response = Response(405, "Method Not Allowed", [("Allow", "GET, HEAD")], b"")
         else:
             try:
-                response = service.model.respond(request.host, request.target)
+                if service.head_aware is None:
+                    response = service.model.respond(request.host, request.target)
+                else:
+                    response = service.head_aware.respond_head(request.host, request.target, request.headers,
+                                                               request.started)
             except Exception as e:  # a model bug must not take the server down; the log shows 500
                 response = Response(500, "Internal Server Error", [("Content-Type", "text/plain")], repr(e).encode())
         gzip = service.options.gzip and response.compressible and request.gzip_ok
@@ -349,23 +356,24 @@ class HttpProtocol(asyncio.Protocol):
             ip: str | None = service.model.ip_of(request.host)
         except KeyError:
             ip = None
-        service.log.record(
-            {
-                "start": request.started,
-                "end": end,
-                "conn": self.id,
-                "local": self.local,
-                "proxy": request.proxy,
-                "method": request.method,
-                "host": request.host,
-                "ip": ip,
-                "target": request.target,
-                "status": response.status,
-                "bytes": sent,
-                "gzip": gzip,
-                "aborted": aborted,
-            }
-        )
+        entry: dict[str, object] = {
+            "start": request.started,
+            "end": end,
+            "conn": self.id,
+            "local": self.local,
+            "proxy": request.proxy,
+            "method": request.method,
+            "host": request.host,
+            "ip": ip,
+            "target": request.target,
+            "status": response.status,
+            "bytes": sent,
+            "gzip": gzip,
+            "aborted": aborted,
+        }
+        if response.log is not None:
+            entry.update(response.log)
+        service.log.record(entry)
 
 
 def _chunked(body: bytes) -> bytes:
