@@ -26,6 +26,11 @@ from dataclasses import dataclass, field
 from engine.config import CredentialConfig
 
 
+# Refilling up to ``ready_at`` can land a rounding error short of a whole call (0.9999999999999999);
+# a host that came back at ``ready_at`` must then get its call, not be sent away for a nanosecond.
+_ROUNDING = 1e-9
+
+
 @dataclass(slots=True)
 class Credential:
     """One credential's token bucket. Invariant: ``0 <= tokens <= burst``; ``held_until``, when
@@ -56,14 +61,14 @@ class Credential:
     def ready_at(self, now: float) -> float:
         """The first instant, ``now`` or later, at which a call may be taken."""
         self._refill(now)
-        at = now if self.tokens >= 1.0 else now + (1.0 - self.tokens) / self.rate
+        at = now if self.tokens >= 1.0 - _ROUNDING else now + (1.0 - self.tokens) / self.rate
         return max(at, self.held_until)
 
     def take(self, now: float) -> bool:
         """Spend a call now if one is there."""
         if self.ready_at(now) > now:
             return False
-        self.tokens -= 1.0
+        self.tokens = max(0.0, self.tokens - 1.0)
         self.calls += 1
         return True
 
