@@ -24,7 +24,6 @@ import csv
 import datetime
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,10 +31,6 @@ if TYPE_CHECKING:
     from frontier.freshness.planner import Planner
 
 HOUR = 3600.0
-
-
-class InputError(Exception):
-    """Bad input, told in one line naming the file (and line) and the problem."""
 
 
 def time_value(text: str) -> float:
@@ -86,55 +81,6 @@ def add_parser(commands: Any) -> None:
                                "calendar.utc_offset_hours=8, routing.hash_rate=1 (frontier/freshness/params.py)")
 
 
-def rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]:
-    """The CSV's rows as the values of ``columns`` (which the header must hold), with their line numbers."""
-    try:
-        with path.open(newline="") as stream:
-            reader = csv.reader(stream)
-            header = [name.strip() for name in next(reader, [])]
-            missing = [c for c in columns if c not in header]
-            if missing:
-                raise InputError(f"{path} line 1: the header needs the column(s) {', '.join(missing)}, "
-                                 f"found {','.join(header) or 'nothing'}")
-            where = [header.index(c) for c in columns]
-            for row in reader:
-                if not row:
-                    continue
-                if len(row) < len(header):
-                    raise InputError(f"{path} line {reader.line_num}: {len(row)} fields where the header has "
-                                     f"{len(header)}")
-                yield reader.line_num, [row[i].strip() for i in where]
-    except OSError as e:
-        raise InputError(f"{path}: cannot read it: {e.strerror}") from None
-    except (csv.Error, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: not a readable CSV file: {e}") from None
-
-
-def read_users(path: Path) -> list[str]:
-    users = []
-    for line, (user,) in rows(path, ("user_id",)):
-        if not user:
-            raise InputError(f"{path} line {line}: user_id is empty")
-        users.append(user)
-    return list(dict.fromkeys(users))
-
-
-def read_history(path: Path, history_start: float, start: float) -> dict[str, list[float]]:
-    history: dict[str, list[float]] = defaultdict(list)
-    for line, (user, text) in rows(path, ("user_id", "unix_ts")):
-        if not user:
-            raise InputError(f"{path} line {line}: user_id is empty")
-        try:
-            stamp = float(text)
-        except ValueError:
-            raise InputError(f"{path} line {line}: unix_ts {text!r} is not a number of seconds") from None
-        if not history_start <= stamp < start:
-            raise InputError(f"{path} line {line}: the post at {text} is outside the history "
-                             f"[--history-start {history_start:.15g}, --start {start:.15g})")
-        history[user].append(stamp)
-    return {user: sorted(times) for user, times in history.items()}
-
-
 def plan(planner: Planner, users: list[str], history: dict[str, list[float]], start: float, end: float,
          per_hour: int) -> list[tuple[float, str]]:
     """The contract's driver loop; the crawls, in time order."""
@@ -156,6 +102,7 @@ def plan(planner: Planner, users: list[str], history: dict[str, list[float]], st
 
 
 def schedule(args: argparse.Namespace) -> int:
+    from frontier.freshness.files import InputError, read_history, read_users
     from frontier.freshness.params import PlannerParams, with_settings
     from frontier.freshness.planners import PLANNERS
 

@@ -112,7 +112,9 @@ class FreshnessPlanner:
             candidates = [t for t in (pooled, top[0] if top else None) if t is not None]
             earliest = min(candidates) if candidates else None
             event = self._next_event()
-            if event < self.end and (earliest is None or event <= earliest):
+            # with users in flight and none planned, a report comes first: time must not run ahead of it
+            idle = earliest is None and not self.queue.in_flight
+            if event < self.end and (idle or earliest is not None and event <= earliest):
                 self._advance(event)
                 continue
             return earliest
