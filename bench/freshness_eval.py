@@ -18,7 +18,9 @@ method: at least +55 % messages with freshness at least round-robin's. Output: J
 
 The methods are the factories (name → ``Budget -> Planner``) of :data:`PLANNERS` and
 :data:`SINGLE_VISIT`: the baselines of :mod:`bench.freshness.baselines` and the paper's planners of
-:mod:`frontier.freshness.planners`, whose Hash threshold follows the budget's calls per day.
+:mod:`frontier.freshness.planners`: Hash with its threshold following the budget's calls per day, and
+the paper's mix with c = C and the Poisson period T_P either the paper's 30 days or round-robin's
+interval (days ÷ r), so its inactive users are visited as often as round-robin visits them.
 
     python -m bench.freshness_eval                                  # 10k users, 61 days, seeds 0, 101, 202
     python -m bench.freshness_eval --users 1000 --days 14 --seeds 0 --out /tmp/fresh
@@ -72,21 +74,27 @@ class Budget:
 PlannerFactory = Callable[[Budget], Planner]
 
 
-def _params(budget: Budget, **poisson: float) -> PlannerParams:
-    """The paper's planners at ``budget``: the Hash threshold follows the calls a day may spend."""
-    return PlannerParams(per_crawl=budget.limits.per_crawl, calls_per_day=budget.crawls / budget.days,
-                         poisson=PoissonParams(**poisson))
+def _hash_params(budget: Budget) -> PlannerParams:
+    """Hash for every user, its threshold c following the calls a day of ``budget`` may spend."""
+    return PlannerParams(per_crawl=budget.limits.per_crawl, calls_per_day=budget.crawls / budget.days)
+
+
+def _paper_params(budget: Budget, period_days: float) -> PlannerParams:
+    """The paper's routing with c = C (a Hash user is crawled when a full call is expected) and the
+    Poisson users visited once per ``period_days``."""
+    return PlannerParams(per_crawl=budget.limits.per_crawl, poisson=PoissonParams(period_days=period_days))
 
 
 PLANNERS: dict[str, PlannerFactory] = {
     BASELINE: lambda b: RoundRobin(b.per_user, b.seed),
     "rate-proportional": lambda b: RateProportional(b.crawls, b.seed),
-    "hash": lambda b: hash_planner(_params(b)),
-    "paper": lambda b: paper_planner(_params(b)),
+    "hash": lambda b: hash_planner(_hash_params(b)),
+    "paper": lambda b: paper_planner(_paper_params(b, 30.0)),
+    "paper, T_P = days / r": lambda b: paper_planner(_paper_params(b, b.days / b.per_user)),
 }
 SINGLE_VISIT: dict[str, PlannerFactory] = {
     "round-robin (cyclic)": lambda b: Cyclic(),
-    "poisson organ pipe": lambda b: poisson_planner(_params(b, period_days=0.0)),
+    "poisson organ pipe": lambda b: poisson_planner(_paper_params(b, 0.0)),
 }
 
 
