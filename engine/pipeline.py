@@ -183,13 +183,13 @@ class Pipeline:
             frontier.fetched(self._page(result, decoded.payload or b"", parsed, None), result.ended)
         # an identical payload is a revisit record, with no body for `crawl learn quality` to read: skipped here too
         if is_html and decoded.payload and check.original is None and frontier.quality_wants(result.url):
-            self._quality(result, decoded.payload)
+            self._quality(result, decoded.payload, links)
         if parsed is not None:
             self.stats.links += len(links)
             self.discover(links, result.url, parsed.contexts)
 
-    def _quality(self, result: FetchResult, payload: bytes) -> None:
-        verdict = self.frontier.quality_page(result.url, page_text(payload))
+    def _quality(self, result: FetchResult, payload: bytes, links: Sequence[str]) -> None:
+        verdict = self.frontier.quality_page(result.url, page_text(payload, links))
         if verdict is None or self.quality_log is None:
             return
         try:

@@ -174,6 +174,7 @@ class Frontier:
             "policy": policy_name(self.policy),
             "extra": extra,
             "shapes": self.shapes.state() if self.shapes is not None else None,
+            "quality": self.quality.state() if self.quality is not None else None,
         }
         hosts = snapshot.encode_hosts(d.host_to_visit_state.values())
         snapshot.write(self.checkpoint_path, meta, index, hosts, self.policy.state(), fsync=self.settings.fsync)
@@ -213,6 +214,8 @@ class Frontier:
         if meta["version"] == 1:  # revisits were all in memory
             revisits = {"base": 0.0, "bucket_seconds": BUCKET_SECONDS, "memory": revisits, "buckets": []}
         self.revisits.restore(revisits, now)
+        if self.quality is not None and meta.get("quality"):  # none if taken with the filter off, or before it kept one
+            self.quality.restore(meta["quality"])
         self.policy.restore(policy_state)
         to_resolve = []
         for saved in snapshot.decode_hosts(hosts):
@@ -542,7 +545,8 @@ class Frontier:
         host = split(url)[0]
         vs = self.distributor.host_to_visit_state.get(host)
         entry = vs.entry if vs is not None else None
-        verdict = quality.add(host, text, entry.ip if entry is not None else None, entry.hosts if entry is not None else 1)
+        verdict = quality.add(host, text, entry.ip if entry is not None else None,
+                              entry.hosts if entry is not None else 1, self._ip_of)
         if verdict is None or vs is None:
             return verdict
         if verdict.action == "stop" and vs.phase is not Phase.PURGED:
@@ -550,6 +554,11 @@ class Frontier:
         elif verdict.action == "deprioritize":
             vs.host_delay = self._host_delay(vs, vs.robots.crawl_delay if vs.robots is not None else None)
         return verdict
+
+    def _ip_of(self, host: str) -> str | None:
+        """The address ``host`` was resolved to (kept after a purge), None if it was not."""
+        vs = self.distributor.host_to_visit_state.get(host)
+        return vs.ip if vs is not None else None
 
     # -- outcomes ----------------------------------------------------------------------------
 
