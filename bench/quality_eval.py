@@ -16,7 +16,7 @@ No politeness delays, one agent. Writes ``bench/quality_eval.json`` (``--out`` e
 crawl that does not depend on the model (the training crawl, the full test crawl, the crawls
 without the filter): only the model and the crawls with it are made again.
 
-    python -m bench.quality_eval [--hosts 400] [--spam-share 0.2] [--pages 2] [--threshold 0.5] [--work DIR]
+    python -m bench.quality_eval [--hosts 400] [--spam-share 0.2] [--pages 2] [--threshold 0.5] [--classifier forest] [--work DIR]
 """
 
 from __future__ import annotations
@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--test-seed", type=int, default=2)
     parser.add_argument("--pages", type=int, default=2, help="pages per host: trained on, and read before the score")
     parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--classifier", default="forest", choices=["auto", "forest", "logistic"],
+                        help="crawl learn quality --classifier: both tie at AUC 1.0 here, and the forest's "
+                             "scores hold up on the unseen web (bench/RESULTS.md)")
     parser.add_argument("--budget-share", type=float, action="append",
                         help="the budget of a pair of crawls, a share of the full crawl's pages (default: 0.5 and 1)")
     parser.add_argument("--out", type=Path, default=HERE / "quality_eval.json")
@@ -151,7 +154,8 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(model_dir, ignore_errors=True)
         learn = subprocess.run(
             [sys.executable, "-m", "engine.cli", "learn", "quality", "--labels", str(labels_file), "--crawl",
-             str(root / "train" / "crawl" / "out"), "--out", str(model_dir), "--pages", str(args.pages)],
+             str(root / "train" / "crawl" / "out"), "--out", str(model_dir), "--pages", str(args.pages),
+             "--classifier", args.classifier],
             capture_output=True, text=True, check=True)
         result["learn"] = learn.stderr.strip().splitlines()
         print("\n".join(result["learn"]), flush=True)

@@ -136,7 +136,7 @@ def learn_quality(args: argparse.Namespace) -> int:
         sys.stderr.write(f"crawl: config error: {e}\n")
         return 2
     try:
-        trained = train(crawled.hosts, args.pages, crawled.addresses)
+        trained = train(crawled.hosts, args.pages, crawled.addresses, args.classifier)
     except ValueError as e:
         sys.stderr.write(f"crawl: error: {e}\n")
         return 1

@@ -14,11 +14,11 @@ first ``n`` HTML pages, its hosts-per-IP count and its label (1 = spam). Trainin
    hosts it links to are the crawl's (every host the crawl reached);
 3. two classifiers, scikit-learn's ``RandomForestClassifier(n_estimators=250)`` and a ridge
    (L2) ``LogisticRegression`` on standardised features, compared by the mean AUC of a
-   stratified 5-fold cross-validation; the better one is fitted on every host and kept. A tie
-   goes to the forest: its score is a share of votes of threshold rules, which held up on hosts
-   of an unseen web where the logistic regression's probabilities drifted (``bench/RESULTS.md``,
-   issue 16: both at a cross-validated AUC of 1.0, every unseen spam host scored ≥ 0.55 by the
-   forest, down to 0.02 by the logistic regression).
+   stratified 5-fold cross-validation; the better one (a tie goes to the logistic regression,
+   the cheaper to score) is fitted on every host and kept, unless ``classifier`` names one
+   (``crawl learn quality --classifier``).
+   Both often tie at an AUC of 1.0 on the in-vitro webs, and then which one holds up on an
+   unseen web depends on the web (``bench/RESULTS.md``, issue 16): hence the choice.
 """
 
 from __future__ import annotations
@@ -118,8 +118,9 @@ def host_vectors(model: Model, hosts: Sequence[LabelledHost], addresses: Mapping
     return np.vstack(rows)
 
 
-def train(hosts: Sequence[LabelledHost], pages: int, addresses: Mapping[str, str]) -> Trained:
-    """Steps 1–3; ValueError if the labels leave fewer than :data:`FOLDS` hosts of a class."""
+def train(hosts: Sequence[LabelledHost], pages: int, addresses: Mapping[str, str], classifier: str = "auto") -> Trained:
+    """Steps 1–3 (``classifier``: "auto", "forest" or "logistic"); ValueError if the labels leave fewer
+    than :data:`FOLDS` hosts of a class."""
     from sklearn.ensemble import RandomForestClassifier  # here: a crawl never imports scikit-learn
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_score
@@ -141,7 +142,9 @@ def train(hosts: Sequence[LabelledHost], pages: int, addresses: Mapping[str, str
     scores = {name: [float(s) for s in cross_val_score(c, x, y, cv=folds, scoring="roc_auc")]
               for name, c in candidates.items()}
     auc = {name: float(np.mean(s)) for name, s in scores.items()}
-    chosen = "forest" if auc["forest"] >= auc["logistic"] else "logistic"
+    if classifier == "auto":
+        classifier = "forest" if auc["forest"] > auc["logistic"] else "logistic"
+    chosen = classifier
     fitted = candidates[chosen].fit(x, y)
     names = model.feature_names
     scaler = candidates["logistic"].steps[0][1] if chosen == "logistic" else StandardScaler().fit(x)
@@ -183,7 +186,8 @@ def report(trained: Trained, source: str) -> str:
         "",
         *markdown_table(["classifier", "mean AUC", "folds", ""], rows),
         "logistic: ridge (L2, C = 1) logistic regression on standardised features; "
-        f"forest: random forest of {TREES} trees. The better mean AUC is kept (a tie: the forest).",
+        f"forest: random forest of {TREES} trees. The better mean AUC is kept (a tie: logistic), "
+        "unless `--classifier` names one.",
         "",
         f"## Top features of the chosen classifier ({what})",
         "",
