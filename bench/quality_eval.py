@@ -85,7 +85,8 @@ def offline_scores(model_dir: Path, out: Path, kinds: dict[str, str], pages: int
         sample = HostSample(host.host)
         for page in host.pages:
             model.add_page(sample, page)
-        scores.append(model.score(model.vector(sample, host.hosts_per_ip, addresses.get(host.host), addresses.get)))
+        scores.append(model.score(model.vector(sample, host.hosts_per_ip, addresses.get(host.host), addresses.get,
+                                               len(addresses))))
         labels_.append(host.label)
     return {"hosts": len(hosts), "spam_hosts": sum(labels_), "auc": float(roc_auc_score(labels_, scores)),
             "scores": {h.host: round(s, 4) for h, s in zip(hosts, scores)}}

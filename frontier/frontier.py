@@ -540,13 +540,12 @@ class Frontier:
         """A page of a host the filter samples (:meth:`quality_wants`); once the host's pages are in, its
         verdict, acted upon: "stop" purges the host (its queued URLs are counted as ``purged_quality``,
         its later links as ``quality``), "deprioritize" slows it to :attr:`quality_delay`."""
-        quality = self.quality
-        assert quality is not None
-        host = split(url)[0]
-        vs = self.distributor.host_to_visit_state.get(host)
+        assert self.quality is not None
+        host, hosts = split(url)[0], self.distributor.host_to_visit_state
+        vs = hosts.get(host)
         entry = vs.entry if vs is not None else None
-        verdict = quality.add(host, text, entry.ip if entry is not None else None,
-                              entry.hosts if entry is not None else 1, self._ip_of)
+        verdict = self.quality.add(host, text, entry.ip if entry is not None else None,
+                                   entry.hosts if entry is not None else 1, self._ip_of, len(hosts))
         if verdict is None or vs is None:
             return verdict
         if verdict.action == "stop" and vs.phase is not Phase.PURGED:

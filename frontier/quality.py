@@ -15,9 +15,9 @@ with the same code.
   other host;
 * :meth:`Model.vector`: the host vector, :data:`CONTENT_FEATURES` (ratios of the sums: a mean
   per page, or per word for the word-level ones), :data:`LINK_FEATURES` (links per page, the
-  share to other hosts, how many other hosts and how often each, and the share of links, and
-  the number of hosts, on the host's own IP: the addresses are the crawl's at scoring time, a
-  linked host not resolved yet counts in neither part of the share) then BM25 weights of the virtual document,
+  share to other hosts, how many other hosts and how often each, and the share of links to the
+  host's own IP over the share chance would give it: the addresses are the crawl's at scoring
+  time, a linked host not resolved yet counts in neither part of the share) then BM25 weights of the virtual document,
   ``IDF·(k1+1)·tf/(K + tf)``, ``K = k1·((1−b) + b·dl/avdl)``, ``IDF = log((N − n + 0.5)/(n + 0.5))``
   with **k1 = 1.2, b = 0.75** (the report gives none; these are Robertson's usual values), N, n
   and avdl from the training hosts;
@@ -51,7 +51,7 @@ LINKED_HOSTS = 1024  # distinct hosts a sample counts links to: memory per host 
 ACTIONS = ("stop", "deprioritize")
 DEPRIORITIZED_DELAY = 60.0  # seconds at least between two fetches of a deprioritized host
 MODEL_FILE = "model.json"
-VERSION = 2  # 2: the link features
+VERSION = 3  # 2: the link features; 3: the same-IP share as a lift over chance
 FOREST_FILE = "forest.npz"
 
 CONTENT_FEATURES = (
@@ -72,8 +72,10 @@ LINK_FEATURES = (
     "external_link_fraction",  # the links that go to other hosts
     "linked_hosts_per_page",  # distinct other hosts linked, per page
     "links_per_linked_host",  # how often the same other hosts are linked again (a farm links its few mates)
-    "same_ip_link_fraction",  # of the links to other hosts whose address the crawl knows, those to the host's IP
-    "same_ip_linked_hosts",  # distinct linked hosts on the host's IP
+    # of the links to other hosts whose address the crawl knows, the share to the host's IP, over the share
+    # the IP's other hosts have among all the hosts the crawl knows: shared hosting links its neighbours
+    # about as often as chance has it, a link farm its mates many times more often
+    "same_ip_link_lift",
 )
 FEATURES = (*CONTENT_FEATURES, *LINK_FEATURES)
 
@@ -227,10 +229,12 @@ class Model:
         ]
 
     @staticmethod
-    def link_features(sample: HostSample, ip: str | None, ip_of: IpOf) -> list[float]:
-        """The host's :data:`LINK_FEATURES`; ``ip`` is its address, ``ip_of`` the crawl's (None: unknown)."""
+    def link_features(sample: HostSample, ip: str | None, ip_of: IpOf, hosts_per_ip: int,
+                      known_hosts: int) -> list[float]:
+        """The host's :data:`LINK_FEATURES`; ``ip`` is its address, ``ip_of`` the crawl's (None: unknown),
+        ``known_hosts`` how many hosts the crawl knows."""
         s = sample
-        known = same = same_hosts = 0
+        known = same = 0
         if ip is not None:
             for other, links in s.linked.items():
                 other_ip = ip_of(other)
@@ -238,14 +242,13 @@ class Model:
                     known += links
                     if other_ip == ip:
                         same += links
-                        same_hosts += 1
+        chance = _ratio(hosts_per_ip - 1, known_hosts - 1)
         return [
             _ratio(s.links, s.pages),
             _ratio(s.external_links, s.links),
             _ratio(len(s.linked), s.pages),
             _ratio(sum(s.linked.values()), len(s.linked)),
-            _ratio(same, known),
-            float(same_hosts),
+            _ratio(_ratio(same, known), chance),
         ]
 
     def bm25(self, sample: HostSample) -> np.ndarray:
@@ -262,9 +265,10 @@ class Model:
         return weights
 
     def vector(self, sample: HostSample, hosts_per_ip: int, ip: str | None = None,
-               ip_of: IpOf = lambda host: None) -> np.ndarray:
+               ip_of: IpOf = lambda host: None, known_hosts: int = 0) -> np.ndarray:
         """The host's :data:`FEATURES` then its BM25 weights: what the classifier reads."""
-        features = [*self.content(sample, hosts_per_ip), *self.link_features(sample, ip, ip_of)]
+        features = [*self.content(sample, hosts_per_ip),
+                    *self.link_features(sample, ip, ip_of, hosts_per_ip, known_hosts)]
         return np.concatenate((np.asarray(features), self.bm25(sample)))
 
     # -- the classifier --------------------------------------------------------------------------
@@ -402,10 +406,10 @@ class QualityFilter:
         return host not in self.judged
 
     def add(self, host: str, text: PageText, ip: str | None, hosts_on_ip: int,
-            ip_of: IpOf = lambda host: None) -> Verdict | None:
+            ip_of: IpOf = lambda host: None, known_hosts: int = 0) -> Verdict | None:
         """Add a page of ``host`` (at ``ip``, whose workbench entry holds ``hosts_on_ip`` hosts); the verdict
         once it is the host's ``pages``-th page, with the addresses of the hosts it links to as ``ip_of``
-        knows them then."""
+        knows them then, among the ``known_hosts`` hosts the crawl knows."""
         sample = self.samples.get(host)
         if sample is None:
             sample = self.samples[host] = HostSample(host)
@@ -416,7 +420,7 @@ class QualityFilter:
         del self.samples[host]
         self.judged.add(host)
         hosts_per_ip = hosts_on_ip + (self.stopped_on_ip[ip] if ip is not None else 0)
-        score = self.model.score(self.model.vector(sample, hosts_per_ip, ip, ip_of))
+        score = self.model.score(self.model.vector(sample, hosts_per_ip, ip, ip_of, known_hosts))
         action = self.action if score >= self.threshold else "keep"
         self.counts["hosts_scored"] += 1
         if action == "stop":

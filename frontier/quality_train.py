@@ -114,7 +114,7 @@ def host_vectors(model: Model, hosts: Sequence[LabelledHost], addresses: Mapping
         sample = HostSample(host.host)
         for page in host.pages:
             model.add_page(sample, page)
-        rows.append(model.vector(sample, host.hosts_per_ip, addresses.get(host.host), addresses.get))
+        rows.append(model.vector(sample, host.hosts_per_ip, addresses.get(host.host), addresses.get, len(addresses)))
     return np.vstack(rows)
 
 

@@ -96,12 +96,15 @@ def test_link_features_golden() -> None:
     assert sample.linked == {"http://b.test": 3, "http://c.test": 1, "http://d.test:8080": 1}
     ips = {"http://a.test": "10.0.0.1", "http://b.test": "10.0.0.1", "http://c.test": "10.0.0.2"}.get  # d: unresolved
     # 3.5 links a page, 5 of 7 to other hosts, 3 other hosts over 2 pages, 5 links over 3 hosts;
-    # of the 4 links to hosts of known address, 3 go to the host's own IP (b, one host)
-    assert Model.link_features(sample, "10.0.0.1", ips) == pytest.approx([3.5, 5 / 7, 1.5, 5 / 3, 3 / 4, 1.0])
-    assert Model.link_features(sample, None, ips)[4:] == [0.0, 0.0]  # the host's own address unknown
-    vector = m.vector(sample, 2, "10.0.0.1", ips)
-    assert len(vector) == len(FEATURES) + 3 and list(vector[len(FEATURES) - len(LINK_FEATURES) : len(FEATURES)]) \
-        == pytest.approx([3.5, 5 / 7, 1.5, 5 / 3, 3 / 4, 1.0])
+    # of the 4 links to hosts of known address, 3 go to the host's own IP; by chance, with 2 hosts
+    # on that IP of the 9 the crawl knows, 1 in 8 would: a lift of 6
+    expected = [3.5, 5 / 7, 1.5, 5 / 3, (3 / 4) / (1 / 8)]
+    assert Model.link_features(sample, "10.0.0.1", ips, 2, 9) == pytest.approx(expected)
+    assert Model.link_features(sample, None, ips, 2, 9)[4] == 0.0  # the host's own address unknown
+    assert Model.link_features(sample, "10.0.0.1", ips, 1, 9)[4] == 0.0  # alone on its IP: no lift
+    vector = m.vector(sample, 2, "10.0.0.1", ips, 9)
+    assert len(vector) == len(FEATURES) + 3
+    assert list(vector[len(FEATURES) - len(LINK_FEATURES) : len(FEATURES)]) == pytest.approx(expected)
     assert page_text(PAGE, own).links == own  # the engine hands over the links it parsed
 
 
@@ -222,15 +225,15 @@ def test_a_host_is_scored_once_on_its_first_n_pages(tmp_path: Path) -> None:
 
 
 def test_a_host_linking_into_its_own_ip_is_stopped_by_a_link_model() -> None:
-    same_ip = FEATURES.index("same_ip_link_fraction")
+    same_ip = FEATURES.index("same_ip_link_lift")
     coef = [0.0] * (len(FEATURES) + 3)
-    coef[same_ip] = 10.0
+    coef[same_ip] = 1.0
     quality = QualityFilter(model(classifier={"kind": "logistic", "coef": coef, "intercept": -5.0}),
                             threshold=0.5, pages=2, action="stop")
     ips = {"http://mate.test": "10.0.0.9", "http://far.test": "10.0.0.2"}.get
     farm = PageText(100, 10, 5, 0, 0, [b"x"], ["http://mate.test/a", "http://mate.test/b"])
     blogroll = PageText(100, 10, 5, 0, 0, [b"x"], ["http://far.test/a", "http://far.test/b"])
-    verdicts = [quality.add(host, page, "10.0.0.9", 3, ips) for host, page in
+    verdicts = [quality.add(host, page, "10.0.0.9", 3, ips, known_hosts=21) for host, page in  # chance: 2 of 20
                 (("http://farm.test", farm), ("http://roll.test", blogroll)) for _ in range(2)]
     assert [v.action if v else None for v in verdicts] == [None, "stop", None, "keep"]
 
