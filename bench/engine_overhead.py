@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="folder for engine_overhead.json and .png")
     parser.add_argument("--smoke", action="store_true", help="seconds-long: a few hundred pages")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a crawl.toml override")
+    parser.add_argument("--no-profile", action="store_true",
+                        help="the unprofiled runs only (for alternating comparisons: half the time)")
     args = parser.parse_args(argv)
     if args.smoke:
         args.pages, args.hosts, args.runs = 300, 50, 1
@@ -122,6 +124,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"run {i + 1}: {pages} pages, engine {runs[-1]['engine_pages_per_cpu_second']:.0f} pages per CPU-second "
               f"({runs[-1]['engine_us_per_page']:.0f} µs per page); source {source:.2f} of {cpu:.2f} CPU-s", flush=True)
     median = medians(runs)
+    if args.no_profile:
+        print(f"engine pages per CPU-second (median of {args.runs}): {median['engine_pages_per_cpu_second']:.0f}")
+        return
     shares, profile = profile_shares(args)
     us_per_page = 1e6 * median["cpu_seconds"] / median["pages"]
     stages = {stage: {"share": share, "us_per_page": share * us_per_page} for stage, share in shares.items()}

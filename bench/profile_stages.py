@@ -22,6 +22,8 @@ STAGES = (  # (path prefix under the repository, stage): the first that matches 
     ("frontier/urls.py", "canonicalize"),
     ("frontier/sieve", "sieve and URL cache"),
     ("frontier/url_cache.py", "sieve and URL cache"),
+    ("frontier/quality", "quality filter: features, score"),
+    ("engine/quality_text.py", "quality filter: page text"),
     ("frontier/", "frontier: workbench, distributor, virtualizer"),
     ("store/", "store: WARC records"),
     ("engine/", "fetch bookkeeping: agent loops, pipeline"),

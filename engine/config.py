@@ -161,7 +161,7 @@ class PolicyConfig:
 class QualityConfig:
     model: str = _doc("", "the host quality model, the folder `crawl learn quality` wrote; empty = the filter is off")
     threshold: float = _doc(0.5, "a host whose score (probability of spam, 0 to 1) is at least this is stopped or deprioritized")
-    pages: int = _doc(100, "a host is scored once this many of its HTML pages are fetched (its first ones are read for it)")
+    pages: int = _doc(0, "a host is scored once this many of its HTML pages are fetched (its first ones are read for it); 0 = as many as the model was trained on (crawl learn quality --pages, default 100)")
     action: str = _doc("stop", "stop (the host's queued URLs and later links are dropped) or deprioritize (fetched at most every max(60 s, 10 x host_delay))")
 
 
@@ -411,8 +411,8 @@ def validate(config: Config) -> None:
 def _validate_quality(quality: QualityConfig) -> None:
     if not 0 <= quality.threshold <= 1:
         raise ConfigError("quality.threshold", f"must lie between 0 and 1, got {quality.threshold}")
-    if quality.pages < 1:
-        raise ConfigError("quality.pages", f"must be at least 1, got {quality.pages}")
+    if quality.pages < 0:
+        raise ConfigError("quality.pages", f"must be 0 (the model's) or more, got {quality.pages}")
     if quality.action not in QUALITY_ACTIONS:
         raise ConfigError("quality.action", f"must be {' or '.join(QUALITY_ACTIONS)}, got {quality.action!r}")
     if quality.model and not (Path(quality.model) / QUALITY_MODEL_FILE).is_file():

@@ -7,8 +7,9 @@ order (an agent's files by serial, so a host's pages in the order they were fetc
 allowed). A label's host is a host name (``h00017.web.test``, any port) or ``host:port``
 (that authority only); a ``scheme://`` prefix is ignored. Per labelled host, the first
 ``--pages`` (default 100) 200 HTML responses are read as the crawl reads them
-(``engine/quality_text.py``); hosts per IP count the distinct hosts of every record of the
-crawl with that ``WARC-IP-Address``. Labelled hosts without pages in the crawl are counted
+(``engine/quality_text.py``, their links by ``engine/parse.py`` with the default link rules);
+hosts per IP count the distinct hosts of every record of the crawl with that
+``WARC-IP-Address``, and the same addresses tell which linked hosts share a host's IP. Labelled hosts without pages in the crawl are counted
 and left out. Training is ``frontier/quality_train.py``. Writes ``MODEL_DIR/model.json`` (and
 ``forest.npz`` for a forest) and ``MODEL_DIR/report.md``; no pickle, so a crawl loads no code
 from the model.
@@ -22,12 +23,13 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
 from engine.config import ConfigError
-from engine.parse import HTML_TYPES
+from engine.parse import HTML_TYPES, extract_links
 from engine.quality_text import page_text
 from frontier.quality import PageText
 from frontier.quality_train import LabelledHost, report, train
@@ -70,13 +72,22 @@ def _label_of(scheme_authority: str, labels: dict[str, int]) -> int | None:
     return label if label is not None else labels.get(authority.rpartition(":")[0] if ":" in authority else authority)
 
 
-def read_crawl(folder: Path, labels: dict[str, int], pages: int) -> tuple[list[LabelledHost], int]:
-    """The labelled hosts with pages in the crawl, and how many records were read."""
+@dataclass(frozen=True, slots=True)
+class Crawled:
+    """What a crawl's WARC files give the learner."""
+
+    hosts: list[LabelledHost]  # the labelled hosts with pages in the crawl
+    addresses: dict[str, str]  # scheme://authority → IP, of every host with a response
+    records: int  # response records read
+
+
+def read_crawl(folder: Path, labels: dict[str, int], pages: int) -> Crawled:
+    """The labelled hosts of the crawl in ``folder`` with their first ``pages`` pages, and every host's IP."""
     texts: dict[str, list[PageText]] = defaultdict(list)
     host_ip: dict[str, str] = {}
     hosts_of_ip: dict[str, set[str]] = defaultdict(set)
     records = 0
-    for url, ip, payload in _pages(folder):
+    for url, ip, payload, content_type in _pages(folder):
         records += 1
         host = split(url)[0]
         if ip:
@@ -84,17 +95,17 @@ def read_crawl(folder: Path, labels: dict[str, int], pages: int) -> tuple[list[L
             host_ip.setdefault(host, ip)
         if payload is None or _label_of(host, labels) is None or len(texts[host]) >= pages:
             continue
-        texts[host].append(page_text(payload))
+        texts[host].append(page_text(payload, extract_links(payload, url, content_type=content_type).links))
     hosts = [
         LabelledHost(host, pages_of, len(hosts_of_ip[host_ip[host]]) if host in host_ip else 1,
                      _label_of(host, labels) or 0)
         for host, pages_of in sorted(texts.items()) if pages_of
     ]
-    return hosts, records
+    return Crawled(hosts, host_ip, records)
 
 
-def _pages(folder: Path) -> Iterator[tuple[str, str, bytes | None]]:
-    """(URL, IP, payload or None) of every response record; the payload of 200 HTML responses only."""
+def _pages(folder: Path) -> Iterator[tuple[str, str, bytes | None, str]]:
+    """(URL, IP, payload or None, content type) of every response record; the payload of 200 HTML responses only."""
     for path in warc_files(folder):
         with path.open("rb") as f:
             for record in ArchiveIterator(f):
@@ -104,9 +115,10 @@ def _pages(folder: Path) -> Iterator[tuple[str, str, bytes | None]]:
                 if not url.startswith(("http://", "https://")):
                     continue
                 ip = record.rec_headers.get_header("WARC-IP-Address", "")
-                mime = (record.http_headers.get_header("Content-Type") or "").split(";", 1)[0].strip().lower()
+                content_type = record.http_headers.get_header("Content-Type") or ""
+                mime = content_type.split(";", 1)[0].strip().lower()
                 html = record.http_headers.get_statuscode() == "200" and mime in HTML_TYPES
-                yield url, ip, record.content_stream().read() if html else None
+                yield url, ip, record.content_stream().read() if html else None, content_type
 
 
 def learn_quality(args: argparse.Namespace) -> int:
@@ -119,12 +131,12 @@ def learn_quality(args: argparse.Namespace) -> int:
         if args.pages < 1:
             raise ConfigError("--pages", f"must be at least 1, got {args.pages}")
         labels = read_labels(args.labels)
-        hosts, records = read_crawl(args.crawl, labels, args.pages)
+        crawled = read_crawl(args.crawl, labels, args.pages)
     except ConfigError as e:
         sys.stderr.write(f"crawl: config error: {e}\n")
         return 2
     try:
-        trained = train(hosts, args.pages)
+        trained = train(crawled.hosts, args.pages, crawled.addresses, args.classifier)
     except ValueError as e:
         sys.stderr.write(f"crawl: error: {e}\n")
         return 1
@@ -132,8 +144,8 @@ def learn_quality(args: argparse.Namespace) -> int:
     trained.model.save(out)
     (out / "report.md").write_text(report(trained, str(args.crawl)))
     auc = ", ".join(f"{name} {value:.4f}" for name, value in trained.auc.items())
-    print(f"learn: {records} responses read, {len(hosts)} labelled hosts with pages ({trained.spam} spam), "
-          f"{len(labels) - len(hosts)} labelled hosts without", file=sys.stderr)
+    print(f"learn: {crawled.records} responses read, {len(crawled.hosts)} labelled hosts with pages "
+          f"({trained.spam} spam), {len(labels) - len(crawled.hosts)} labelled hosts without", file=sys.stderr)
     print(f"learn: cross-validated AUC: {auc}; chosen: {trained.chosen}; "
           f"vocabulary: {len(trained.model.vocabulary)} words; {time.monotonic() - started:.1f} s", file=sys.stderr)
     print(f"learn: model: {out}/model.json, report: {out}/report.md", file=sys.stderr)

@@ -58,7 +58,7 @@ def build_quality(config: Config) -> QualityFilter | None:
         model = Model.load(Path(q.model))
     except ValueError as e:
         raise ConfigError("quality.model", str(e)) from None
-    return QualityFilter(model, threshold=q.threshold, pages=q.pages, action=q.action)
+    return QualityFilter(model, threshold=q.threshold, pages=q.pages or model.pages, action=q.action)
 
 
 def build_archive(config: Config, directory: Path, prefix: str) -> Archive:

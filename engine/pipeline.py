@@ -202,7 +202,7 @@ class Pipeline:
             frontier.fetched(page, result.ended, validators.of_response(result.headers))
         # an identical payload is a revisit record, with no body for `crawl learn quality` to read: skipped here too
         if is_html and decoded.payload and check.original is None and frontier.quality_wants(result.url):
-            self._quality(result, decoded.payload)
+            self._quality(result, decoded.payload, links)
         if parsed is not None:
             self.stats.links += len(links)
             self.discover(links, result.url, parsed.contexts)
@@ -214,8 +214,8 @@ class Pipeline:
             page = self._page(result, b"", None, None, changed=False)
             self.frontier.fetched(page, result.ended, validators.of_response(result.headers, sent))
 
-    def _quality(self, result: FetchResult, payload: bytes) -> None:
-        verdict = self.frontier.quality_page(result.url, page_text(payload))
+    def _quality(self, result: FetchResult, payload: bytes, links: Sequence[str]) -> None:
+        verdict = self.frontier.quality_page(result.url, page_text(payload, links))
         if verdict is None or self.quality_log is None:
             return
         try:

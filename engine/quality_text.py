@@ -16,6 +16,7 @@ commonest words out of BM25, and they are what the popular-word features count).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from isal import isal_zlib
 
@@ -38,8 +39,9 @@ def words_of(text: bytes) -> list[bytes]:
     return text.translate(_WORD_BYTES).split()
 
 
-def page_text(html: bytes) -> PageText:
-    """The visible words and sizes of an HTML page (see the module docstring)."""
+def page_text(html: bytes, links: Sequence[str] = ()) -> PageText:
+    """The visible words and sizes of an HTML page (see the module docstring), with its ``links`` as the
+    engine's parser found them (``engine/parse.py``: the page is not parsed twice)."""
     title = _TITLE.search(html, 0, 4096)
     title_words = len(words_of(title.group(1))) if title is not None else 0
     body = _BODY.search(html)
@@ -61,4 +63,5 @@ def page_text(html: bytes) -> PageText:
         title_words=title_words,
         anchor_words=len(words_of(_TAG.sub(b" ", anchors))) if anchors else 0,
         words=words,
+        links=links,
     )

@@ -114,6 +114,11 @@ class Distributor:
 
     # -- signals from the engine ------------------------------------------------------
 
+    def ip_of(self, host: str) -> str | None:
+        """The address ``host`` was resolved to (kept after a purge), None if it was not."""
+        vs = self.host_to_visit_state.get(host)
+        return vs.ip if vs is not None else None
+
     def fetcher_waited(self) -> None:
         """A fetcher found the todo ring empty: grow the required front if it was reached."""
         self.fetcher_waits += 1

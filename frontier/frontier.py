@@ -138,11 +138,7 @@ class Frontier:
             shapes=self.shapes,
         )
         self.revisits = RevisitSchedule(self.virtualizer, memory_limit=settings.revisits_in_memory)
-        self.resolving = 0
-        self.retrying = 0
-        self.discovered = 0
-        self.cache_hits = 0
-        self.dup_lookups = 0
+        self.resolving = self.retrying = self.discovered = self.cache_hits = self.dup_lookups = 0
         self._next_flush = 0.0
 
     # -- checkpoints -------------------------------------------------------------------
@@ -175,6 +171,7 @@ class Frontier:
             "policy": policy_name(self.policy),
             "extra": extra,
             "shapes": self.shapes.state() if self.shapes is not None else None,
+            "quality": self.quality.state() if self.quality is not None else None,
         }
         hosts = snapshot.encode_hosts(d.host_to_visit_state.values())
         snapshot.write(self.checkpoint_path, meta, index, hosts, self.policy.state(), fsync=self.settings.fsync)
@@ -214,6 +211,8 @@ class Frontier:
         if meta["version"] == 1:  # revisits were all in memory
             revisits = {"base": 0.0, "bucket_seconds": BUCKET_SECONDS, "memory": revisits, "buckets": []}
         self.revisits.restore(revisits, now)
+        if self.quality is not None and meta.get("quality"):  # none if taken with the filter off, or before it kept one
+            self.quality.restore(meta["quality"])
         self.policy.restore(policy_state)
         to_resolve = []
         for saved in snapshot.decode_hosts(hosts):
@@ -541,12 +540,12 @@ class Frontier:
         """A page of a host the filter samples (:meth:`quality_wants`); once the host's pages are in, its
         verdict, acted upon: "stop" purges the host (its queued URLs are counted as ``purged_quality``,
         its later links as ``quality``), "deprioritize" slows it to :attr:`quality_delay`."""
-        quality = self.quality
-        assert quality is not None
-        host = split(url)[0]
-        vs = self.distributor.host_to_visit_state.get(host)
+        assert self.quality is not None
+        host, hosts = split(url)[0], self.distributor.host_to_visit_state
+        vs = hosts.get(host)
         entry = vs.entry if vs is not None else None
-        verdict = quality.add(host, text, entry.ip if entry is not None else None, entry.hosts if entry is not None else 1)
+        verdict = self.quality.add(host, text, entry.ip if entry is not None else None,
+                                   entry.hosts if entry is not None else 1, self.distributor.ip_of, len(hosts))
         if verdict is None or vs is None:
             return verdict
         if verdict.action == "stop" and vs.phase is not Phase.PURGED:

@@ -3,24 +3,30 @@
 The spec is the NADINE report's web-quality paper (``shared/papers/bubing-nadine.md`` §1.B): a
 small content-only feature set computed on a sample of a new site's pages plus a BM25 vector of
 the site's *virtual document* (the union of its pages) over a vocabulary learnt from a crawl,
-plus the number of hosts its IP serves. The engine reads each page (``engine/quality_text.py``:
-HTML → :class:`PageText`); everything after that is here, so ``crawl learn quality``
+plus the number of hosts its IP serves; and, ours, link features of the same pages (the
+report's wider feature set has link-based ones: link farms link their own machine's hosts). The
+engine reads each page (``engine/quality_text.py``: HTML → :class:`PageText`, with the links its
+parser already found); everything after that is here, so ``crawl learn quality``
 (``engine/learn_quality.py``, ``frontier/quality_train.py``) and the crawl build a host's vector
 with the same code.
 
 * :meth:`Model.add_page` adds one page's :class:`PageText` to a :class:`HostSample`, the sums of
-  a host's first ``n`` pages' features and its term counts over the vocabulary;
+  a host's first ``n`` pages' features, its term counts over the vocabulary and its links per
+  other host;
 * :meth:`Model.vector`: the host vector, :data:`CONTENT_FEATURES` (ratios of the sums: a mean
-  per page, or per word for the word-level ones) then BM25 weights of the virtual document,
+  per page, or per word for the word-level ones), :data:`LINK_FEATURES` (links per page, the
+  share to other hosts, how many other hosts and how often each, and the share of links to the
+  host's own IP over the share chance would give it: the addresses are the crawl's at scoring
+  time, a linked host not resolved yet counts in neither part of the share) then BM25 weights of the virtual document,
   ``IDF·(k1+1)·tf/(K + tf)``, ``K = k1·((1−b) + b·dl/avdl)``, ``IDF = log((N − n + 0.5)/(n + 0.5))``
   with **k1 = 1.2, b = 0.75** (the report gives none; these are Robertson's usual values), N, n
   and avdl from the training hosts;
 * :meth:`Model.score`: the classifier, a standardised ridge logistic regression or a random
-  forest evaluated from its node arrays with numpy (no pickle is loaded and scikit-learn is
-  not imported by a crawl);
+  forest evaluated from its node arrays with numpy (:class:`FlatForest`; no pickle is loaded
+  and scikit-learn is not imported by a crawl);
 * :class:`QualityFilter`: per host, pages until ``n``, then one score and a verdict; the
   accumulator is freed once the host is scored, so memory per host in progress is bounded by
-  the vocabulary (its term counts) and a judged host costs one set entry.
+  the vocabulary (its term counts) and :data:`LINKED_HOSTS`, and a judged host costs one set entry.
 
 A model folder holds ``model.json`` (vocabulary, IDF, popular words, trigram table, scaler,
 classifier) and, for a forest, ``forest.npz``; ``report.md`` is for people.
@@ -30,8 +36,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +47,11 @@ import orjson
 K1 = 1.2
 B = 0.75
 TRIGRAM_WORDS = 64  # the n-gram statistics read a page's first words only: their cost per page is bounded
+LINKED_HOSTS = 1024  # distinct hosts a sample counts links to: memory per host in progress stays bounded
 ACTIONS = ("stop", "deprioritize")
 DEPRIORITIZED_DELAY = 60.0  # seconds at least between two fetches of a deprioritized host
 MODEL_FILE = "model.json"
+VERSION = 3  # 2: the link features; 3: the same-IP share as a lift over chance
 FOREST_FILE = "forest.npz"
 
 CONTENT_FEATURES = (
@@ -59,6 +67,20 @@ CONTENT_FEATURES = (
     "trigram_seen_fraction",  # the page's trigrams the training corpus holds
     "hosts_per_ip",
 )
+LINK_FEATURES = (
+    "links_per_page",
+    "external_link_fraction",  # the links that go to other hosts
+    "linked_hosts_per_page",  # distinct other hosts linked, per page
+    "links_per_linked_host",  # how often the same other hosts are linked again (a farm links its few mates)
+    # of the links to other hosts whose address the crawl knows, the share to the host's IP, over the share
+    # the IP's other hosts have among all the hosts the crawl knows: shared hosting links its neighbours
+    # about as often as chance has it, a link farm its mates many times more often
+    "same_ip_link_lift",
+)
+FEATURES = (*CONTENT_FEATURES, *LINK_FEATURES)
+
+IpOf = Callable[[str], "str | None"]
+"""scheme://authority → the IP the crawl resolved it to, None if not (yet) known"""
 
 
 def encode_word(word: bytes) -> str:
@@ -76,12 +98,15 @@ class PageText:
     title_words: int
     anchor_words: int  # words inside <a> elements
     words: list[bytes]  # the visible words, lower-case, in order
+    links: Sequence[str] = ()  # the page's links as the engine's parser found them: canonical, each once
 
 
 @dataclass(slots=True)
 class HostSample:
-    """The running sums of a host's pages: each feature's, and the virtual document's vocabulary term counts."""
+    """The running sums of a host's pages: each feature's, the virtual document's vocabulary term counts,
+    and the links to other hosts per linked host."""
 
+    host: str = ""  # scheme://authority: its links to other hosts are the external ones
     pages: int = 0
     words: int = 0
     letters: int = 0
@@ -96,6 +121,24 @@ class HostSample:
     trigrams: int = 0
     trigrams_seen: int = 0
     terms: Counter[bytes] = field(default_factory=Counter)  # vocabulary words only: bounded by the vocabulary
+    links: int = 0
+    external_links: int = 0
+    linked: Counter[str] = field(default_factory=Counter)  # other host → links to it; at most LINKED_HOSTS hosts
+
+
+def _sample_state(sample: HostSample) -> dict[str, Any]:
+    """A sample as JSON can hold it (its terms are bytes: latin-1 keeps each byte as one character)."""
+    state = {f.name: getattr(sample, f.name) for f in fields(sample)}  # not asdict: it rebuilds a Counter from pairs
+    state["terms"] = {encode_word(w): n for w, n in sample.terms.items()}
+    state["linked"] = dict(sample.linked)
+    return state
+
+
+def _sample_from(state: dict[str, Any]) -> HostSample:
+    sample = HostSample(**state)
+    sample.terms = Counter({w.encode("latin-1"): n for w, n in state["terms"].items()})
+    sample.linked = Counter(state["linked"])
+    return sample
 
 
 def _ratio(a: float, b: float) -> float:
@@ -123,10 +166,11 @@ class Model:
         self._popular = frozenset(word.encode("latin-1") for word in self.popular)
         self._trigrams = {tuple(k.encode("latin-1").split(b" ")): v for k, v in self.trigrams.items()}
         self._idf = np.asarray(self.idf, dtype=np.float64)
+        self._forest = FlatForest(self.forest) if self.forest is not None else None
 
     @property
     def feature_names(self) -> list[str]:
-        return [*CONTENT_FEATURES, *(f"bm25:{word}" for word in self.vocabulary)]
+        return [*FEATURES, *(f"bm25:{word}" for word in self.vocabulary)]
 
     # -- a page, a host ------------------------------------------------------------------------
 
@@ -153,6 +197,19 @@ class Model:
         sample.trigram_logp += sum(found) + (n - len(found)) * self.trigram_floor
         sample.trigrams += n
         sample.trigrams_seen += len(found)
+        own = sample.host
+        # scheme://authority: a canonical URL always has a path (frontier/urls.py), so its first "/" after
+        # the scheme ends the authority; frontier.urls.split inlined, as this runs once per link
+        external = [h for h in [url[: url.find("/", 8)] for url in text.links] if h != own]
+        sample.links += len(text.links)
+        sample.external_links += len(external)
+        linked = sample.linked
+        if len(linked) + len(external) <= LINKED_HOSTS:
+            linked.update(external)
+            return
+        for h in external:  # nearly full: new hosts while there is room, then links to the hosts it holds only
+            if h in linked or len(linked) < LINKED_HOSTS:
+                linked[h] += 1
 
     def content(self, sample: HostSample, hosts_per_ip: int) -> list[float]:
         """The host's :data:`CONTENT_FEATURES`."""
@@ -171,6 +228,29 @@ class Model:
             float(hosts_per_ip),
         ]
 
+    @staticmethod
+    def link_features(sample: HostSample, ip: str | None, ip_of: IpOf, hosts_per_ip: int,
+                      known_hosts: int) -> list[float]:
+        """The host's :data:`LINK_FEATURES`; ``ip`` is its address, ``ip_of`` the crawl's (None: unknown),
+        ``known_hosts`` how many hosts the crawl knows."""
+        s = sample
+        known = same = 0
+        if ip is not None:
+            for other, links in s.linked.items():
+                other_ip = ip_of(other)
+                if other_ip is not None:
+                    known += links
+                    if other_ip == ip:
+                        same += links
+        chance = _ratio(hosts_per_ip - 1, known_hosts - 1)
+        return [
+            _ratio(s.links, s.pages),
+            _ratio(s.external_links, s.links),
+            _ratio(len(s.linked), s.pages),
+            _ratio(sum(s.linked.values()), len(s.linked)),
+            _ratio(_ratio(same, known), chance),
+        ]
+
     def bm25(self, sample: HostSample) -> np.ndarray:
         """The BM25 weights of the host's virtual document over the vocabulary."""
         weights = np.zeros(len(self.vocabulary))
@@ -184,8 +264,12 @@ class Model:
         weights[at] = self._idf[at] * (K1 + 1) * tf / (k + tf)
         return weights
 
-    def vector(self, sample: HostSample, hosts_per_ip: int) -> np.ndarray:
-        return np.concatenate((np.asarray(self.content(sample, hosts_per_ip)), self.bm25(sample)))
+    def vector(self, sample: HostSample, hosts_per_ip: int, ip: str | None = None,
+               ip_of: IpOf = lambda host: None, known_hosts: int = 0) -> np.ndarray:
+        """The host's :data:`FEATURES` then its BM25 weights: what the classifier reads."""
+        features = [*self.content(sample, hosts_per_ip),
+                    *self.link_features(sample, ip, ip_of, hosts_per_ip, known_hosts)]
+        return np.concatenate((np.asarray(features), self.bm25(sample)))
 
     # -- the classifier --------------------------------------------------------------------------
 
@@ -195,8 +279,8 @@ class Model:
         if c["kind"] == "logistic":
             z = (vector - np.asarray(self.mean)) / np.asarray(self.scale)
             return 1.0 / (1.0 + math.exp(-(float(np.dot(c["coef"], z)) + c["intercept"])))
-        assert self.forest is not None
-        return forest_probability(self.forest, vector)
+        assert self._forest is not None
+        return self._forest.probability(vector)
 
     # -- files -----------------------------------------------------------------------------------
 
@@ -204,7 +288,7 @@ class Model:
         folder.mkdir(parents=True, exist_ok=True)
         data = {name: getattr(self, name) for name in (
             "pages", "vocabulary", "idf", "avdl", "popular", "trigrams", "trigram_floor", "mean", "scale", "classifier")}
-        data = {"version": 1, "k1": K1, "b": B, "features": list(CONTENT_FEATURES), **data}
+        data = {"version": VERSION, "k1": K1, "b": B, "features": list(FEATURES), **data}
         (folder / MODEL_FILE).write_bytes(orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY))
         if self.forest is not None:
             np.savez_compressed(folder / FOREST_FILE, **self.forest)  # type: ignore[arg-type]  # numpy stubs read the names as allow_pickle
@@ -216,7 +300,7 @@ class Model:
             data = orjson.loads((folder / MODEL_FILE).read_bytes())
         except (OSError, orjson.JSONDecodeError) as e:
             raise ValueError(f"{folder} holds no quality model ({MODEL_FILE}): {e}") from None
-        if data.get("version") != 1 or data.get("features") != list(CONTENT_FEATURES):
+        if data.get("version") != VERSION or data.get("features") != list(FEATURES):
             raise ValueError(f"{folder}/{MODEL_FILE} is not a quality model of this version (crawl learn quality)")
         forest = None
         if data["classifier"]["kind"] == "forest":
@@ -248,16 +332,38 @@ def forest_arrays(trees: Iterable[Any]) -> dict[str, np.ndarray]:
             "depth": np.asarray(depth)}
 
 
+class FlatForest:
+    """A forest's node arrays flattened for scoring: every node's test is evaluated in one vectorised
+    comparison, which gives each node its next node; then the trees are walked together, one
+    gather per level (a leaf's next node is itself). About 5x cheaper than testing only the nodes
+    on the paths level by level, for trees of a few dozen nodes."""
+
+    def __init__(self, forest: dict[str, np.ndarray]) -> None:
+        left, right = forest["left"], forest["right"]
+        trees, width = left.shape
+        base = (np.arange(trees, dtype=np.int64) * width)[:, None]
+        itself = base + np.arange(width)[None, :]
+        leaf = left < 0
+        self.left = np.where(leaf, itself, base + left).ravel()
+        self.right = np.where(leaf, itself, base + right).ravel()
+        self.feature = forest["feature"].ravel()
+        self.threshold = forest["threshold"].ravel()
+        self.spam = forest["spam"].ravel()
+        self.roots = base.ravel()
+        self.depth = int(forest["depth"])
+
+    def probability(self, vector: np.ndarray) -> float:
+        """The mean over the trees of the spam share of the leaf ``vector`` reaches."""
+        following = np.where(vector[self.feature] <= self.threshold, self.left, self.right)
+        node = self.roots
+        for _ in range(self.depth):
+            node = following[node]
+        return float(self.spam[node].mean())
+
+
 def forest_probability(forest: dict[str, np.ndarray], vector: np.ndarray) -> float:
-    """The forest's mean leaf probability of spam for one vector: all trees walked at once, level by level."""
-    left, right = forest["left"], forest["right"]
-    rows = np.arange(left.shape[0])
-    node = np.zeros(left.shape[0], dtype=np.int64)
-    for _ in range(int(forest["depth"])):
-        go_left = vector[forest["feature"][rows, node]] <= forest["threshold"][rows, node]
-        child = np.where(go_left, left[rows, node], right[rows, node])
-        node = np.where(child >= 0, child, node)  # a leaf (no child) stays
-    return float(forest["spam"][rows, node].mean())
+    """The forest's mean leaf probability of spam for one vector (see :class:`FlatForest`)."""
+    return FlatForest(forest).probability(vector)
 
 
 # -- the crawl-time filter ------------------------------------------------------------------------
@@ -299,12 +405,14 @@ class QualityFilter:
         """The host is not scored yet: its next page is read."""
         return host not in self.judged
 
-    def add(self, host: str, text: PageText, ip: str | None, hosts_on_ip: int) -> Verdict | None:
+    def add(self, host: str, text: PageText, ip: str | None, hosts_on_ip: int,
+            ip_of: IpOf = lambda host: None, known_hosts: int = 0) -> Verdict | None:
         """Add a page of ``host`` (at ``ip``, whose workbench entry holds ``hosts_on_ip`` hosts); the verdict
-        once it is the host's ``pages``-th page."""
+        once it is the host's ``pages``-th page, with the addresses of the hosts it links to as ``ip_of``
+        knows them then, among the ``known_hosts`` hosts the crawl knows."""
         sample = self.samples.get(host)
         if sample is None:
-            sample = self.samples[host] = HostSample()
+            sample = self.samples[host] = HostSample(host)
         self.model.add_page(sample, text)
         self.counts["pages_read"] += 1
         if sample.pages < self.pages:
@@ -312,7 +420,7 @@ class QualityFilter:
         del self.samples[host]
         self.judged.add(host)
         hosts_per_ip = hosts_on_ip + (self.stopped_on_ip[ip] if ip is not None else 0)
-        score = self.model.score(self.model.vector(sample, hosts_per_ip))
+        score = self.model.score(self.model.vector(sample, hosts_per_ip, ip, ip_of, known_hosts))
         action = self.action if score >= self.threshold else "keep"
         self.counts["hosts_scored"] += 1
         if action == "stop":
@@ -324,6 +432,28 @@ class QualityFilter:
             self.deprioritized.add(host)
             self.counts["hosts_deprioritized"] += 1
         return Verdict(host, score, action, sample.pages, hosts_per_ip)
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps (``Frontier.checkpoint``, JSON): the samples of hosts in progress, the
+        hosts judged, stopped and deprioritized, the stopped hosts per IP, the counts."""
+        return {
+            "samples": {host: _sample_state(sample) for host, sample in self.samples.items()},
+            "judged": sorted(self.judged),
+            "stopped": sorted(self.stopped),
+            "deprioritized": sorted(self.deprioritized),
+            "stopped_on_ip": dict(self.stopped_on_ip),
+            "counts": dict(self.counts),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take back a :meth:`state`: a host half-sampled when the checkpoint was taken is scored on its
+        first ``pages`` pages still, the pages before the checkpoint included."""
+        self.samples = {host: _sample_from(sample) for host, sample in state["samples"].items()}
+        self.judged = set(state["judged"])
+        self.stopped = set(state["stopped"])
+        self.deprioritized = set(state["deprioritized"])
+        self.stopped_on_ip = Counter(state["stopped_on_ip"])
+        self.counts = Counter(state["counts"])
 
     def statistics(self) -> dict[str, int]:
         """Counts for stats.json: pages read, hosts scored, stopped, deprioritized, and hosts in progress."""

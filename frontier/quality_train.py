@@ -10,18 +10,22 @@ first ``n`` HTML pages, its hosts-per-IP count and its label (1 = spam). Trainin
    over the same hosts; the 200 most frequent words are the popular words; the word trigrams
    of the pages' first :data:`~frontier.quality.TRIGRAM_WORDS` words seen at least twice (the
    50,000 most frequent) give the trigram table, log P = log(count / all trigrams);
-2. each host's vector, built with the crawl's code (:meth:`Model.vector`);
+2. each host's vector, built with the crawl's code (:meth:`Model.vector`); the addresses of the
+   hosts it links to are the crawl's (every host the crawl reached);
 3. two classifiers, scikit-learn's ``RandomForestClassifier(n_estimators=250)`` and a ridge
    (L2) ``LogisticRegression`` on standardised features, compared by the mean AUC of a
    stratified 5-fold cross-validation; the better one (a tie goes to the logistic regression,
-   the cheaper to score) is fitted on every host and kept.
+   the cheaper to score) is fitted on every host and kept, unless ``classifier`` names one
+   (``crawl learn quality --classifier``).
+   Both often tie at an AUC of 1.0 on the in-vitro webs, and then which one holds up on an
+   unseen web depends on the web (``bench/RESULTS.md``, issue 16): hence the choice.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +35,7 @@ from frontier.quality import (
     B,
     CONTENT_FEATURES,
     K1,
+    LINK_FEATURES,
     TRIGRAM_WORDS,
     HostSample,
     Model,
@@ -102,19 +107,20 @@ def corpus_model(hosts: Sequence[LabelledHost], pages: int) -> Model:
     )
 
 
-def host_vectors(model: Model, hosts: Sequence[LabelledHost]) -> np.ndarray:
-    """Step 2: one row per host, as the crawl computes it."""
+def host_vectors(model: Model, hosts: Sequence[LabelledHost], addresses: Mapping[str, str]) -> np.ndarray:
+    """Step 2: one row per host, as the crawl computes it; ``addresses``: scheme://authority → IP."""
     rows = []
     for host in hosts:
-        sample = HostSample()
+        sample = HostSample(host.host)
         for page in host.pages:
             model.add_page(sample, page)
-        rows.append(model.vector(sample, host.hosts_per_ip))
+        rows.append(model.vector(sample, host.hosts_per_ip, addresses.get(host.host), addresses.get, len(addresses)))
     return np.vstack(rows)
 
 
-def train(hosts: Sequence[LabelledHost], pages: int) -> Trained:
-    """Steps 1–3; ValueError if the labels leave fewer than :data:`FOLDS` hosts of a class."""
+def train(hosts: Sequence[LabelledHost], pages: int, addresses: Mapping[str, str], classifier: str = "auto") -> Trained:
+    """Steps 1–3 (``classifier``: "auto", "forest" or "logistic"); ValueError if the labels leave fewer
+    than :data:`FOLDS` hosts of a class."""
     from sklearn.ensemble import RandomForestClassifier  # here: a crawl never imports scikit-learn
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_score
@@ -127,7 +133,7 @@ def train(hosts: Sequence[LabelledHost], pages: int) -> Trained:
         raise ValueError(f"{FOLDS}-fold cross-validation needs at least {FOLDS} spam and {FOLDS} good hosts "
                          f"with pages in the crawl; got {spam} spam and {len(y) - spam} good")
     model = corpus_model(hosts, pages)
-    x = host_vectors(model, hosts)
+    x = host_vectors(model, hosts, addresses)
     candidates = {
         "logistic": make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=5000)),
         "forest": RandomForestClassifier(n_estimators=TREES, random_state=SEED, n_jobs=1),
@@ -136,7 +142,9 @@ def train(hosts: Sequence[LabelledHost], pages: int) -> Trained:
     scores = {name: [float(s) for s in cross_val_score(c, x, y, cv=folds, scoring="roc_auc")]
               for name, c in candidates.items()}
     auc = {name: float(np.mean(s)) for name, s in scores.items()}
-    chosen = "forest" if auc["forest"] > auc["logistic"] else "logistic"
+    if classifier == "auto":
+        classifier = "forest" if auc["forest"] > auc["logistic"] else "logistic"
+    chosen = classifier
     fitted = candidates[chosen].fit(x, y)
     names = model.feature_names
     scaler = candidates["logistic"].steps[0][1] if chosen == "logistic" else StandardScaler().fit(x)
@@ -171,13 +179,15 @@ def report(trained: Trained, source: str) -> str:
         f"Vocabulary: {len(m.vocabulary)} words (document frequency 10–50% of the hosts' virtual documents, "
         f"at most {MAX_VOCABULARY}); BM25 k1 = {K1}, b = {B}, avdl = {m.avdl:.1f}; "
         f"{len(m.popular)} popular words; {len(m.trigrams)} trigrams.",
-        f"Features: {len(CONTENT_FEATURES)} content features + {len(m.vocabulary)} BM25 weights.",
+        f"Features: {len(CONTENT_FEATURES)} content features, {len(LINK_FEATURES)} link features "
+        f"and {len(m.vocabulary)} BM25 weights.",
         "",
         "## Classifiers (stratified 5-fold cross-validation, AUC)",
         "",
         *markdown_table(["classifier", "mean AUC", "folds", ""], rows),
         "logistic: ridge (L2, C = 1) logistic regression on standardised features; "
-        f"forest: random forest of {TREES} trees. The better mean AUC is kept (a tie: logistic).",
+        f"forest: random forest of {TREES} trees. The better mean AUC is kept (a tie: logistic), "
+        "unless `--classifier` names one.",
         "",
         f"## Top features of the chosen classifier ({what})",
         "",

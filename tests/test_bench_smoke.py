@@ -106,6 +106,8 @@ def frame(path: str) -> str:
         ("frontier/urls.py", "canonicalize"),
         ("frontier/sieve.py", "sieve and URL cache"),
         ("frontier/workbench.py", "frontier: workbench, distributor, virtualizer"),
+        ("frontier/quality.py", "quality filter: features, score"),
+        ("engine/quality_text.py", "quality filter: page text"),
         ("store/warc.py", "store: WARC records"),
         ("engine/agent.py", "fetch bookkeeping: agent loops, pipeline"),
         (".venv/lib/python3.11/site-packages/lxml/etree.py", "fetch bookkeeping: agent loops, pipeline"),

@@ -60,7 +60,7 @@ def test_set_takes_toml_values_and_bare_strings() -> None:
         ('scope.link_rels=["next page"]', "scope.link_rels", "is not one rel value"),
         ("urls.sort_query=1", "urls.sort_query", "expected true or false"),
         ("noequals", "noequals", "expected section.key=value"),
-        ("policy.name=nosuch", "policy.name", "unknown policy 'nosuch'; known: breadth-first, clustergraph, shallow-first"),
+        ("policy.name=nosuch", "policy.name", "unknown policy 'nosuch'; known: breadth-first, clustergraph, freshness, shallow-first"),
         ("policy.max_depth=3", "policy.max_depth", "unknown key: policy 'breadth-first' has no keys of its own"),
     ],
 )

@@ -1,5 +1,5 @@
-"""The host quality filter's parts: the page reader on fixed pages (golden values), the features and
-BM25 of a hand-made model, the forest evaluator against scikit-learn, the filter's decision in the
+"""The host quality filter's parts: the page reader on fixed pages (golden values), the features,
+link features and BM25 of a hand-made model, the forest evaluator against scikit-learn, the filter's decision in the
 frontier (n pages, then one score; stop drops queued and later URLs; memory freed), config errors."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from engine import config as configuration
 from engine.quality_text import page_text
 from frontier.frontier import Frontier
 from frontier.quality import (
-    CONTENT_FEATURES,
+    FEATURES,
+    LINK_FEATURES,
+    LINKED_HOSTS,
     HostSample,
     Model,
     PageText,
@@ -53,7 +55,7 @@ def test_page_text_of_odd_pages() -> None:
 
 
 def model(**changes: object) -> Model:
-    n = len(CONTENT_FEATURES) + 3
+    n = len(FEATURES) + 3
     fields: dict[str, object] = dict(
         pages=3, vocabulary=["cheap", "pills", "offer"], idf=[1.0, 2.0, 0.5], avdl=10.0, popular=["cheap", "today"],
         trigrams={"cheap pills cheap": math.log(0.5)}, trigram_floor=math.log(0.01),
@@ -82,6 +84,38 @@ def test_page_features_and_host_vector_golden() -> None:
     assert m.bm25(sample) == pytest.approx([1.0 * 2.2 * 3 / 4.2, 2.0 * 2.2 * 3 / 4.2, 0.5 * 2.2 * 1 / 2.2])
     m.add_page(sample, page_text(PAGE))  # a second page: dl = 2 avdl, K = 1.2 (0.25 + 1.5)
     assert m.bm25(sample)[2] == pytest.approx(0.5 * 2.2 * 2 / (1.2 * 1.75 + 2))
+
+
+def test_link_features_golden() -> None:
+    m = model()
+    sample = HostSample("http://a.test")
+    own = ["http://a.test/1", "http://a.test/2"]
+    m.add_page(sample, PageText(100, 10, 5, 0, 0, [b"x"], [*own, "http://b.test/", "http://c.test/x", "http://b.test/y"]))
+    m.add_page(sample, PageText(100, 10, 5, 0, 0, [b"x"], ["http://b.test/", "http://d.test:8080/"]))
+    assert (sample.links, sample.external_links) == (7, 5)
+    assert sample.linked == {"http://b.test": 3, "http://c.test": 1, "http://d.test:8080": 1}
+    ips = {"http://a.test": "10.0.0.1", "http://b.test": "10.0.0.1", "http://c.test": "10.0.0.2"}.get  # d: unresolved
+    # 3.5 links a page, 5 of 7 to other hosts, 3 other hosts over 2 pages, 5 links over 3 hosts;
+    # of the 4 links to hosts of known address, 3 go to the host's own IP; by chance, with 2 hosts
+    # on that IP of the 9 the crawl knows, 1 in 8 would: a lift of 6
+    expected = [3.5, 5 / 7, 1.5, 5 / 3, (3 / 4) / (1 / 8)]
+    assert Model.link_features(sample, "10.0.0.1", ips, 2, 9) == pytest.approx(expected)
+    assert Model.link_features(sample, None, ips, 2, 9)[4] == 0.0  # the host's own address unknown
+    assert Model.link_features(sample, "10.0.0.1", ips, 1, 9)[4] == 0.0  # alone on its IP: no lift
+    vector = m.vector(sample, 2, "10.0.0.1", ips, 9)
+    assert len(vector) == len(FEATURES) + 3
+    assert list(vector[len(FEATURES) - len(LINK_FEATURES) : len(FEATURES)]) == pytest.approx(expected)
+    assert page_text(PAGE, own).links == own  # the engine hands over the links it parsed
+
+
+def test_a_sample_counts_links_to_a_bounded_number_of_hosts() -> None:
+    m = model()
+    sample = HostSample("http://a.test")
+    m.add_page(sample, PageText(0, 0, 0, 0, 0, [], [f"http://h{i}.test/" for i in range(LINKED_HOSTS - 1)]))
+    m.add_page(sample, PageText(0, 0, 0, 0, 0, [], ["http://h0.test/", "http://new1.test/", "http://new2.test/"]))
+    assert len(sample.linked) == LINKED_HOSTS and sample.external_links == LINKED_HOSTS + 2
+    assert sample.linked["http://h0.test"] == 2 and sample.linked["http://new1.test"] == 1
+    assert "http://new2.test" not in sample.linked  # full: a new host is counted among the links only
 
 
 def test_the_forest_evaluator_agrees_with_scikit_learn(tmp_path: Path) -> None:
@@ -169,6 +203,8 @@ def test_stop_cuts_a_host_off_after_n_pages(tmp_path: Path) -> None:
                              "hosts_sampling": 0}
     assert quality.samples == {}  # every accumulator freed once its host was scored
     assert quality.judged == {"http://spam.test", "http://good.test"}
+    # a stopped host's address stays known: the same-IP share of hosts linking to it counts it
+    assert f.distributor.ip_of("http://spam.test") == "10.0.0.1" and f.distributor.ip_of("http://unknown.test") is None
 
 
 def test_a_host_is_scored_once_on_its_first_n_pages(tmp_path: Path) -> None:
@@ -188,6 +224,20 @@ def test_a_host_is_scored_once_on_its_first_n_pages(tmp_path: Path) -> None:
     assert last is not None and last.action == "keep" and last.hosts_per_ip == 4
 
 
+def test_a_host_linking_into_its_own_ip_is_stopped_by_a_link_model() -> None:
+    same_ip = FEATURES.index("same_ip_link_lift")
+    coef = [0.0] * (len(FEATURES) + 3)
+    coef[same_ip] = 1.0
+    quality = QualityFilter(model(classifier={"kind": "logistic", "coef": coef, "intercept": -5.0}),
+                            threshold=0.5, pages=2, action="stop")
+    ips = {"http://mate.test": "10.0.0.9", "http://far.test": "10.0.0.2"}.get
+    farm = PageText(100, 10, 5, 0, 0, [b"x"], ["http://mate.test/a", "http://mate.test/b"])
+    blogroll = PageText(100, 10, 5, 0, 0, [b"x"], ["http://far.test/a", "http://far.test/b"])
+    verdicts = [quality.add(host, page, "10.0.0.9", 3, ips, known_hosts=21) for host, page in  # chance: 2 of 20
+                (("http://farm.test", farm), ("http://roll.test", blogroll)) for _ in range(2)]
+    assert [v.action if v else None for v in verdicts] == [None, "stop", None, "keep"]
+
+
 def test_deprioritize_slows_a_host_down(tmp_path: Path) -> None:
     f, quality, fetched = crawl(tmp_path, "deprioritize")
     assert quality.deprioritized == {"http://spam.test"}
@@ -203,7 +253,7 @@ def test_deprioritize_slows_a_host_down(tmp_path: Path) -> None:
     [
         ("quality.threshold=1.5", "quality.threshold", "must lie between 0 and 1"),
         ("quality.threshold=high", "quality.threshold", "expected a number"),
-        ("quality.pages=0", "quality.pages", "must be at least 1"),
+        ("quality.pages=-1", "quality.pages", "must be 0 (the model's) or more"),
         ("quality.action=ban", "quality.action", "must be stop or deprioritize"),
         ("quality.model=/nonexistent/model", "quality.model", "/nonexistent/model does not exist"),
         ("quality.modle=x", "quality.modle", "unknown key"),
@@ -256,3 +306,33 @@ def test_a_host_score_record_is_no_page_when_the_graph_is_rebuilt(tmp_path: Path
     graph.unlink()
     rebuilt = recovery.rebuild(tmp_path, warc.name, graph=True)
     assert rebuilt.graph_pages == 3  # the three pages, not the score records that follow them
+
+
+def test_a_checkpoint_keeps_the_filters_samples_and_verdicts(tmp_path: Path) -> None:
+    settings = FrontierSettings(host_delay=0.0, ip_delay=0.0, sieve_flush_interval=0.0)
+
+    def frontier() -> tuple[Frontier, QualityFilter]:
+        quality = QualityFilter(model(), threshold=0.5, pages=3, action="stop")
+        return Frontier(tmp_path / "frontier", settings, quality=quality), quality
+
+    f, quality = frontier()
+    linking = PageText(1000, 800, 100, 3, 0, [b"cheap", b"\xc3\xa9t\xc3\xa9"] * 50, ["http://mate.test/x"])
+    for _ in range(3):
+        f.quality_page("http://spam.test/", SPAM)  # judged: stopped
+    for _ in range(2):
+        f.quality_page("http://half.test/", linking)  # two of its three pages in
+    before = quality.state()
+    f.checkpoint(0.0, {})
+    f.close()
+
+    f, quality = frontier()
+    f.restore(1.0)
+    assert quality.state() == before
+    assert quality.samples["http://half.test"].terms == {b"cheap": 100}  # bytes keys back as bytes
+    assert quality.samples["http://half.test"].linked == {"http://mate.test": 2}
+    assert quality.stopped == {"http://spam.test"} and not quality.wants("http://spam.test")
+    assert f.discover(["http://spam.test/later"], "http://good.test/") == 0  # its later links still dropped
+    verdict = f.quality_page("http://half.test/", linking)  # the third page: scored on all three
+    assert verdict is not None and verdict.pages == 3 and verdict.action == "stop"
+    assert f.statistics().quality["pages_read"] == 3 + 3 and f.statistics().quality["hosts_stopped"] == 2
+    f.close()
