@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Sequence
 
 from isal import isal_zlib
 
@@ -40,7 +41,7 @@ class MemoryFetcher:
         self.requests = 0
         self.source_cpu_seconds = 0.0
 
-    async def fetch(self, url: str, ip: str | None) -> FetchResult:
+    async def fetch(self, url: str, ip: str | None, headers: Sequence[tuple[str, str]] = ()) -> FetchResult:
         started, fetched_at = time.monotonic(), time.time()
         await asyncio.sleep(0)
         cpu = time.thread_time()
