@@ -6,7 +6,7 @@ One command (issue 16, item 4):
    end; its ground truth (``python -m bench.invitro labels``) and ``crawl learn quality``;
 2. **judge** on a web of another seed (``--test-seed``: other hosts, other spam):
    a full crawl without the filter, whose hosts the model scores offline on their first
-   ``--pages`` pages (as the crawl would) for the AUC against the ground truth; then, for each
+   ``--pages`` pages (the ``--read`` of them the crawl would read) for the AUC against the ground truth; then, for each
    budget (``--budget-share`` of the full crawl's pages: half, and all of it), two crawls, without and with
    ``--set quality.model=…``: the share of the budget spent on spam hosts and the good hosts'
    pages fetched, read from each crawl's WARC files (``bench/spam_budget.py``).
@@ -16,7 +16,7 @@ No politeness delays, one agent. Writes ``bench/quality_eval.json`` (``--out`` e
 crawl that does not depend on the model (the training crawl, the full test crawl, the crawls
 without the filter): only the model and the crawls with it are made again.
 
-    python -m bench.quality_eval [--hosts 400] [--spam-share 0.2] [--pages 2] [--threshold 0.5] [--classifier forest] [--work DIR]
+    python -m bench.quality_eval [--hosts 400] [--spam-share 0.2] [--pages 2] [--read 20] [--threshold 0.5] [--classifier forest] [--work DIR]
 """
 
 from __future__ import annotations
@@ -76,9 +76,10 @@ def budget_figures(out: Path, kinds: dict[str, str]) -> dict[str, Any]:
 
 
 def offline_scores(model_dir: Path, out: Path, kinds: dict[str, str], pages: int) -> dict[str, Any]:
-    """The model's score of every labelled host of a crawl, from its first ``pages`` pages, and the AUC."""
+    """The model's score of every labelled host of a crawl, from the pages it reads of their first ``pages``
+    (as the crawl reads them), and the AUC."""
     model = Model.load(model_dir)
-    crawled = read_crawl(out, {host: int(kind != "good") for host, kind in kinds.items()}, pages)
+    crawled = read_crawl(out, {host: int(kind != "good") for host, kind in kinds.items()}, pages, model.read)
     hosts, addresses = crawled.hosts, crawled.addresses
     scores, labels_ = [], []
     for host in hosts:
@@ -127,7 +128,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spam-share", type=float, default=0.2)
     parser.add_argument("--train-seed", type=int, default=1)
     parser.add_argument("--test-seed", type=int, default=2)
-    parser.add_argument("--pages", type=int, default=2, help="pages per host: trained on, and read before the score")
+    parser.add_argument("--pages", type=int, default=2, help="pages per host: trained on, and fetched before the score")
+    parser.add_argument("--read", type=int, default=20, help="pages read of those, evenly spread (crawl learn quality --read)")
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--classifier", default="forest", choices=["auto", "forest", "logistic"],
                         help="crawl learn quality --classifier: both tie at AUC 1.0 here, and the forest's "
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.monotonic()
     at_start = machine()
     no_delays = ["politeness.host_delay=0", "politeness.ip_delay=0", "engine.fetchers=200"]
-    result: dict[str, Any] = {"hosts": args.hosts, "spam_share": args.spam_share, "pages": args.pages,
+    result: dict[str, Any] = {"hosts": args.hosts, "spam_share": args.spam_share, "pages": args.pages, "read": min(args.read, args.pages),
                               "threshold": args.threshold, "train_seed": args.train_seed, "test_seed": args.test_seed}
     with contextlib.ExitStack() as cleanup:
         root = args.work or Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="quality-eval-")))
@@ -156,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
         learn = subprocess.run(
             [sys.executable, "-m", "engine.cli", "learn", "quality", "--labels", str(labels_file), "--crawl",
              str(root / "train" / "crawl" / "out"), "--out", str(model_dir), "--pages", str(args.pages),
-             "--classifier", args.classifier],
+             "--read", str(args.read), "--classifier", args.classifier],
             capture_output=True, text=True, check=True)
         result["learn"] = learn.stderr.strip().splitlines()
         print("\n".join(result["learn"]), flush=True)

@@ -42,7 +42,7 @@ from engine.dns import CachingResolver
 from engine.fetch import ClientSettings, Fetcher
 from engine.fetching import Fetchers, PageBudget
 from engine.ip_table import SharedIpTable
-from engine.parts import build_archive, build_frontier, frontier_figures
+from engine.parts import build_archive, build_frontier, frontier_figures, share_hosts_per_ip
 from engine.pipeline import Pipeline
 from engine.quality_log import QualityLog
 from engine.resolving import Resolver, Resolvers
@@ -94,6 +94,8 @@ class Agent:
         self.warc_prefix = f"{config.store.prefix}-a{index}"
         self.store = build_archive(config, self.out / "warc", self.warc_prefix)
         self.ip_table = SharedIpTable(self.out / "ip-table") if agents > 1 else None
+        if self.ip_table is not None:
+            share_hosts_per_ip(crew.frontier, self.ip_table)
         self.quality_log = (QualityLog(self.home / "quality.csv", self.store, config.quality.model)
                             if crew.frontier.quality is not None else None)
         self.pipeline = Pipeline(config, self.store, crew.stats, crew.frontier, self.router.discover,

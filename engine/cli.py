@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--labels", type=Path, metavar="HOSTS_CSV", help="quality: host,label[,kind] lines, 1 = spam")
     learn.add_argument("--crawl", type=Path, metavar="OUT_DIR", help="quality: the output folder of an earlier crawl")
     learn.add_argument("--pages", type=int, default=100, help="quality: the first N HTML pages of each host (default 100)")
+    learn.add_argument("--read", type=int, default=20,
+                       help="quality: how many of those N pages are read, evenly spread (default 20; a crawl reads "
+                            "as many: its cost per host is bounded by it)")
     learn.add_argument("--classifier", choices=["auto", "forest", "logistic"], default="auto",
                        help="quality: the classifier kept; auto: the better cross-validated AUC (a tie: logistic)")
     learn.add_argument("--proxy", help="HTTP proxy URL (network.proxy)")

@@ -161,7 +161,7 @@ class PolicyConfig:
 class QualityConfig:
     model: str = _doc("", "the host quality model, the folder `crawl learn quality` wrote; empty = the filter is off")
     threshold: float = _doc(0.5, "a host whose score (probability of spam, 0 to 1) is at least this is stopped or deprioritized")
-    pages: int = _doc(0, "a host is scored once this many of its HTML pages are fetched (its first ones are read for it); 0 = as many as the model was trained on (crawl learn quality --pages, default 100)")
+    pages: int = _doc(0, "a host is scored once this many of its HTML pages are fetched (as many of them are read, evenly spread, as the model was trained on reading: crawl learn quality --read, default 20); 0 = as many as the model was trained on (crawl learn quality --pages, default 100)")
     action: str = _doc("stop", "stop (the host's queued URLs and later links are dropped) or deprioritize (fetched at most every max(60 s, 10 x host_delay))")
 
 

@@ -25,6 +25,11 @@ Why these choices:
   agent died (profiling showed ``lockf`` polls at 5% of an agent's CPU otherwise).
 
 Slot 0 holds the crawl's page counter, so that ``engine.max_pages`` is exact across agents.
+
+After the slots, one 4-byte counter per slot holds the hosts the agents' workbenches hold on
+the slot's IP (``add_host``, under a lock on the counter's first byte, a different byte from
+the fetch lock), so that the quality filter's hosts-per-IP feature counts the hosts of every
+agent, as ``crawl learn quality`` counts them in the WARC files, not the 1/N an agent owns.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import xxhash
 from store.errors import preallocate
 
 SLOT = struct.Struct("<dq")  # next allowed start (monotonic seconds), pid fetching now (0: none)
+HOSTS = struct.Struct("<i")  # hosts on the slot's IP, in every agent's workbench
 SLOTS = 1 << 20
 BUSY = -1.0  # what ``try_acquire`` says while another agent is fetching from the IP
 PROBE_EVERY = 1.0  # seconds a busy slot's pid is believed before the lock is tried again (a dead holder)
@@ -51,7 +57,7 @@ class SharedIpTable:
     def __init__(self, path: Path, *, slots: int = SLOTS) -> None:
         self.slots = slots
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        size = SLOT.size * (slots + 1)
+        size = _size(slots)
         if os.fstat(self._fd).st_size < size:  # not made by ``create`` (which allocated it): allocate it now
             try:
                 preallocate(self._fd, size, path)
@@ -67,12 +73,12 @@ class SharedIpTable:
     def create(path: Path, *, slots: int = SLOTS) -> None:
         """A fresh table: monotonic instants from an earlier boot or crawl mean nothing.
 
-        Every block is allocated now (16 MiB): a store through the mapping into a sparse page
+        Every block is allocated now (20 MiB): a store through the mapping into a sparse page
         of a full disk would kill the agent with SIGBUS; this raises ``StoreFull`` at the start.
         """
         try:
             with open(path, "wb") as f:
-                preallocate(f.fileno(), SLOT.size * (slots + 1), path)
+                preallocate(f.fileno(), _size(slots), path)
         except BaseException:  # no table rather than a short one
             path.unlink(missing_ok=True)
             raise
@@ -80,16 +86,17 @@ class SharedIpTable:
     def _slot(self, ip: str) -> int:
         return 1 + xxhash.xxh3_64_intdigest(ip.encode()) % self.slots
 
-    def _lock(self, slot: int, blocking: bool) -> bool:
+    def _lock(self, slot: int, blocking: bool, offset: int | None = None) -> bool:
+        """Lock the slot's first byte, or the byte at ``offset``."""
         flags = fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB
         try:
-            fcntl.lockf(self._fd, flags, 1, slot * SLOT.size)
+            fcntl.lockf(self._fd, flags, 1, slot * SLOT.size if offset is None else offset)
         except (BlockingIOError, PermissionError):
             return False
         return True
 
-    def _unlock(self, slot: int) -> None:
-        fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, slot * SLOT.size)
+    def _unlock(self, slot: int, offset: int | None = None) -> None:
+        fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, slot * SLOT.size if offset is None else offset)
 
     def try_acquire(self, ip: str, now: float, delay: float) -> float | None:
         """Take ``ip`` for one fetch (None); or say when it may be taken (a monotonic instant);
@@ -152,12 +159,27 @@ class SharedIpTable:
         finally:
             self._unlock(0)
 
+    def add_host(self, ip: str, delta: int) -> None:
+        """A workbench took a host onto ``ip`` (+1) or let one go (-1)."""
+        slot = self._slot(ip)
+        offset = SLOT.size * (self.slots + 1) + HOSTS.size * slot
+        self._lock(slot, True, offset)  # a few instructions inside; its holder never waits
+        try:
+            HOSTS.pack_into(self._map, offset, max(0, HOSTS.unpack_from(self._map, offset)[0] + delta))
+        finally:
+            self._unlock(slot, offset)
+
+    def hosts(self, ip: str) -> int:
+        """The hosts every agent's workbench holds on ``ip`` (with those of colliding IPs)."""
+        hosts: int = HOSTS.unpack_from(self._map, SLOT.size * (self.slots + 1) + HOSTS.size * self._slot(ip))[0]
+        return hosts
+
     @staticmethod
     def count_ips(path: Path, *, slots: int = SLOTS) -> int:
         """IPs fetched from so far: slots whose next allowed start was ever set (a collision counts two as one)."""
         import numpy as np  # here, not at the top: the supervisor reads the table once, at the end (15 MiB less)
 
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as table:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), SLOT.size * (slots + 1), access=mmap.ACCESS_READ) as table:
             starts = np.frombuffer(table, dtype="<f8", count=2 * (slots + 1))[2::2]  # slot 0 is the page count
             used = int(np.count_nonzero(starts))
             del starts  # a view of the map, which cannot close while it lives
@@ -170,3 +192,8 @@ class SharedIpTable:
     def close(self) -> None:
         self._map.close()
         os.close(self._fd)  # releases every lock this process still holds
+
+
+def _size(slots: int) -> int:
+    """The table's bytes: the page counter, the slots, a host counter per slot."""
+    return (SLOT.size + HOSTS.size) * (slots + 1)

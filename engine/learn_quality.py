@@ -6,7 +6,8 @@ order (an agent's files by serial, so a host's pages in the order they were fetc
 ``--labels hosts.csv`` (``host,label[,kind]``, label 1 = spam, 0 = good; a header line is
 allowed). A label's host is a host name (``h00017.web.test``, any port) or ``host:port``
 (that authority only); a ``scheme://`` prefix is ignored. Per labelled host, the first
-``--pages`` (default 100) 200 HTML responses are read as the crawl reads them
+``--pages`` (default 100) 200 HTML responses are counted and ``--read`` (default 20) of them,
+evenly spread (``frontier.quality.reads_page``), are read as the crawl reads them
 (``engine/quality_text.py``, their links by ``engine/parse.py`` with the default link rules);
 hosts per IP count the distinct hosts of every record of the crawl with that
 ``WARC-IP-Address``, and the same addresses tell which linked hosts share a host's IP. Labelled hosts without pages in the crawl are counted
@@ -21,7 +22,7 @@ import argparse
 import csv
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from warcio.archiveiterator import ArchiveIterator
 from engine.config import ConfigError
 from engine.parse import HTML_TYPES, extract_links
 from engine.quality_text import page_text
-from frontier.quality import PageText
+from frontier.quality import PageText, reads_page
 from frontier.quality_train import LabelledHost, report, train
 from frontier.urls import split
 
@@ -81,9 +82,11 @@ class Crawled:
     records: int  # response records read
 
 
-def read_crawl(folder: Path, labels: dict[str, int], pages: int) -> Crawled:
-    """The labelled hosts of the crawl in ``folder`` with their first ``pages`` pages, and every host's IP."""
+def read_crawl(folder: Path, labels: dict[str, int], pages: int, read: int) -> Crawled:
+    """The labelled hosts of the crawl in ``folder`` with the ``read`` pages read of their first ``pages``,
+    and every host's IP."""
     texts: dict[str, list[PageText]] = defaultdict(list)
+    seen: Counter[str] = Counter()
     host_ip: dict[str, str] = {}
     hosts_of_ip: dict[str, set[str]] = defaultdict(set)
     records = 0
@@ -93,9 +96,11 @@ def read_crawl(folder: Path, labels: dict[str, int], pages: int) -> Crawled:
         if ip:
             hosts_of_ip[ip].add(host)
             host_ip.setdefault(host, ip)
-        if payload is None or _label_of(host, labels) is None or len(texts[host]) >= pages:
+        if payload is None or _label_of(host, labels) is None or seen[host] >= pages:
             continue
-        texts[host].append(page_text(payload, extract_links(payload, url, content_type=content_type).links))
+        seen[host] += 1
+        if reads_page(seen[host], pages, read):
+            texts[host].append(page_text(payload, extract_links(payload, url, content_type=content_type).links))
     hosts = [
         LabelledHost(host, pages_of, len(hosts_of_ip[host_ip[host]]) if host in host_ip else 1,
                      _label_of(host, labels) or 0)
@@ -130,13 +135,16 @@ def learn_quality(args: argparse.Namespace) -> int:
                               "crawl learn quality needs --labels hosts.csv and --crawl OUT_DIR")
         if args.pages < 1:
             raise ConfigError("--pages", f"must be at least 1, got {args.pages}")
+        if args.read < 1:
+            raise ConfigError("--read", f"must be at least 1, got {args.read}")
         labels = read_labels(args.labels)
-        crawled = read_crawl(args.crawl, labels, args.pages)
+        read = min(args.read, args.pages)
+        crawled = read_crawl(args.crawl, labels, args.pages, read)
     except ConfigError as e:
         sys.stderr.write(f"crawl: config error: {e}\n")
         return 2
     try:
-        trained = train(crawled.hosts, args.pages, crawled.addresses, args.classifier)
+        trained = train(crawled.hosts, args.pages, read, crawled.addresses, args.classifier)
     except ValueError as e:
         sys.stderr.write(f"crawl: error: {e}\n")
         return 1

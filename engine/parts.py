@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 
 from engine.config import Config, ConfigError, describe
+from engine.ip_table import SharedIpTable
 from frontier.filters import PhaseFilters
 from frontier.frontier import Frontier
 from frontier.policy import build
@@ -58,7 +59,16 @@ def build_quality(config: Config) -> QualityFilter | None:
         model = Model.load(Path(q.model))
     except ValueError as e:
         raise ConfigError("quality.model", str(e)) from None
-    return QualityFilter(model, threshold=q.threshold, pages=q.pages or model.pages, action=q.action)
+    return QualityFilter(model, threshold=q.threshold, pages=q.pages or model.pages, read=model.read,
+                         action=q.action)
+
+
+def share_hosts_per_ip(frontier: Frontier, table: SharedIpTable) -> None:
+    """With several agents, the quality filter's hosts per IP are those of every agent's workbench, counted
+    in the machine's IP table, as ``crawl learn quality`` counts a WARC file's hosts per IP."""
+    if frontier.quality is not None:
+        frontier.workbench.on_hosts = table.add_host
+        frontier.quality.hosts_on = table.hosts
 
 
 def build_archive(config: Config, directory: Path, prefix: str) -> Archive:

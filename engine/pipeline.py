@@ -19,8 +19,9 @@ The agent's fetchers call :meth:`Pipeline.page` for every page response and
    host (``engine/routing.py``); the pipeline neither knows nor cares which. With the default
    policy, which looks at no page, no page object is built at all;
 6. **quality** (``[quality]``, off by default): a 200 HTML page (not a revisit of an identical
-   payload) of a host the quality filter has not scored yet is read (``engine/quality_text.py``) and added to its host's sample
-   (``Frontier.quality_page``), before its links are discovered, so the links of the page that
+   payload) of a host the quality filter has not scored yet goes to ``Frontier.quality_page``, which
+   counts it and, if it is one of the pages the filter reads, has it read (``engine/quality_text.py``)
+   into its host's sample, before its links are discovered, so the links of the page that
    gets a host stopped are dropped; the verdict goes to ``engine/quality_log.py``.
 
 A 304 (the answer to a conditional revisit, whose request sent the validators of the URL's last
@@ -215,7 +216,7 @@ class Pipeline:
             self.frontier.fetched(page, result.ended, validators.of_response(result.headers, sent))
 
     def _quality(self, result: FetchResult, payload: bytes, links: Sequence[str]) -> None:
-        verdict = self.frontier.quality_page(result.url, page_text(payload, links))
+        verdict = self.frontier.quality_page(result.url, lambda: page_text(payload, links))
         if verdict is None or self.quality_log is None:
             return
         try:

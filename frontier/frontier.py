@@ -533,18 +533,19 @@ class Frontier:
         return max(DEPRIORITIZED_DELAY, 10 * self.distributor.host_delay)
 
     def quality_wants(self, url: str) -> bool:
-        """The quality filter is on and has not scored ``url``'s host yet: the engine reads the page for it."""
+        """The quality filter is on and has not scored ``url``'s host yet: the engine gives it the page."""
         return self.quality is not None and self.quality.wants(split(url)[0])
 
-    def quality_page(self, url: str, text: PageText) -> Verdict | None:
-        """A page of a host the filter samples (:meth:`quality_wants`); once the host's pages are in, its
+    def quality_page(self, url: str, read: Callable[[], PageText]) -> Verdict | None:
+        """A page of a host the filter samples (:meth:`quality_wants`), its text read by ``read()`` if the
+        filter reads this one (``frontier.quality.reads_page``); once the host's pages are in, its
         verdict, acted upon: "stop" purges the host (its queued URLs are counted as ``purged_quality``,
         its later links as ``quality``), "deprioritize" slows it to :attr:`quality_delay`."""
         assert self.quality is not None
         host, hosts = split(url)[0], self.distributor.host_to_visit_state
         vs = hosts.get(host)
         entry = vs.entry if vs is not None else None
-        verdict = self.quality.add(host, text, entry.ip if entry is not None else None,
+        verdict = self.quality.add(host, read, entry.ip if entry is not None else None,
                                    entry.hosts if entry is not None else 1, self.distributor.ip_of, len(hosts))
         if verdict is None or vs is None:
             return verdict

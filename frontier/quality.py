@@ -28,6 +28,13 @@ with the same code.
   accumulator is freed once the host is scored, so memory per host in progress is bounded by
   the vocabulary (its term counts) and :data:`LINKED_HOSTS`, and a judged host costs one set entry.
 
+Of a host's first ``n`` pages the filter reads ``read`` (:func:`reads_page`: evenly spread, the
+``n``-th always; ``crawl learn quality --read``, default 20), so a host costs at most ``read``
+page readings whatever ``n`` is. The features are means over pages (and counts over the pages
+read, learnt the same way), so a spread sample estimates them; reading every page of the first
+100 cost a crawl whose hosts are all that small 17-22 % of its pages per CPU-second
+(``bench/RESULTS.md``, issue 16), reading 20 of them is inside the 5 % the issue allows.
+
 A model folder holds ``model.json`` (vocabulary, IDF, popular words, trigram table, scaler,
 classifier) and, for a forest, ``forest.npz``; ``report.md`` is for people.
 """
@@ -81,6 +88,12 @@ FEATURES = (*CONTENT_FEATURES, *LINK_FEATURES)
 
 IpOf = Callable[[str], "str | None"]
 """scheme://authority → the IP the crawl resolved it to, None if not (yet) known"""
+
+
+def reads_page(seen: int, pages: int, read: int) -> bool:
+    """Whether the ``seen``-th page of a host (from 1) is one of the ``read`` pages read of its first
+    ``pages``: evenly spread, the ``pages``-th always one of them, every page when ``read >= pages``."""
+    return seen * read // pages > (seen - 1) * read // pages
 
 
 def encode_word(word: bytes) -> str:
@@ -150,6 +163,7 @@ class Model:
     """What ``crawl learn quality`` learnt: the vocabulary and corpus statistics, and the classifier."""
 
     pages: int  # n: pages per host the model was trained on, and the default the crawl samples
+    read: int  # pages read of a host's first n (reads_page)
     vocabulary: list[str]
     idf: list[float]
     avdl: float  # mean words of a training host's virtual document
@@ -287,7 +301,8 @@ class Model:
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         data = {name: getattr(self, name) for name in (
-            "pages", "vocabulary", "idf", "avdl", "popular", "trigrams", "trigram_floor", "mean", "scale", "classifier")}
+            "pages", "read", "vocabulary", "idf", "avdl", "popular", "trigrams", "trigram_floor", "mean", "scale",
+            "classifier")}
         data = {"version": VERSION, "k1": K1, "b": B, "features": list(FEATURES), **data}
         (folder / MODEL_FILE).write_bytes(orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY))
         if self.forest is not None:
@@ -308,7 +323,8 @@ class Model:
                 forest = {name: arrays[name] for name in arrays.files}
         fields = ("pages", "vocabulary", "idf", "avdl", "popular", "trigrams", "trigram_floor", "mean", "scale",
                   "classifier")
-        return cls(**{name: data[name] for name in fields}, forest=forest)
+        # a model learnt before --read read every page of the first n
+        return cls(**{name: data[name] for name in fields}, read=data.get("read", data["pages"]), forest=forest)
 
 
 def forest_arrays(trees: Iterable[Any]) -> dict[str, np.ndarray]:
@@ -383,17 +399,23 @@ class Verdict:
 class QualityFilter:
     """Per host: page features until ``pages`` pages, then a score and a verdict (see the module docstring).
 
-    The frontier calls :meth:`wants` before the engine reads a page and :meth:`add` with the
-    page's text; the verdict's action is "keep" below ``threshold``, else ``action``.
+    The frontier calls :meth:`wants` before it gives a page to :meth:`add`, which counts it and
+    reads its text (``read()``) if it is one of the ``read`` pages read (:func:`reads_page`); the
+    verdict's action is "keep" below ``threshold``, else ``action``.
     """
 
-    def __init__(self, model: Model, *, threshold: float, pages: int, action: str) -> None:
+    def __init__(self, model: Model, *, threshold: float, pages: int, read: int, action: str) -> None:
         if action not in ACTIONS:
             raise ValueError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
         self.model = model
         self.threshold = threshold
         self.pages = pages
+        self.read = read
         self.action = action
+        self.seen: Counter[str] = Counter()  # pages counted, per host in progress
+        # with several agents, the hosts every agent took onto an IP (engine/ip_table.py; stopped ones too),
+        # instead of this workbench's hosts and the hosts stopped here
+        self.hosts_on: Callable[[str], int] | None = None
         self.samples: dict[str, HostSample] = {}
         self.judged: set[str] = set()
         self.stopped: set[str] = set()  # hosts whose later links are dropped
@@ -405,21 +427,30 @@ class QualityFilter:
         """The host is not scored yet: its next page is read."""
         return host not in self.judged
 
-    def add(self, host: str, text: PageText, ip: str | None, hosts_on_ip: int,
+    def add(self, host: str, read: Callable[[], PageText], ip: str | None, hosts_on_ip: int,
             ip_of: IpOf = lambda host: None, known_hosts: int = 0) -> Verdict | None:
-        """Add a page of ``host`` (at ``ip``, whose workbench entry holds ``hosts_on_ip`` hosts); the verdict
-        once it is the host's ``pages``-th page, with the addresses of the hosts it links to as ``ip_of``
-        knows them then, among the ``known_hosts`` hosts the crawl knows."""
+        """Count a page of ``host`` (at ``ip``, whose workbench entry holds ``hosts_on_ip`` hosts) and
+        read it if it is one of those read; the verdict once it is the host's ``pages``-th page, with the
+        addresses of the hosts it links to as ``ip_of`` knows them then, among the ``known_hosts`` hosts
+        the crawl knows."""
+        seen = self.seen[host] = self.seen[host] + 1
+        if not reads_page(seen, self.pages, self.read):
+            return None
         sample = self.samples.get(host)
         if sample is None:
             sample = self.samples[host] = HostSample(host)
-        self.model.add_page(sample, text)
+        self.model.add_page(sample, read())
         self.counts["pages_read"] += 1
-        if sample.pages < self.pages:
+        if seen < self.pages:
             return None
-        del self.samples[host]
+        del self.samples[host], self.seen[host]
         self.judged.add(host)
-        hosts_per_ip = hosts_on_ip + (self.stopped_on_ip[ip] if ip is not None else 0)
+        if ip is None:
+            hosts_per_ip = hosts_on_ip
+        elif self.hosts_on is not None:
+            hosts_per_ip = self.hosts_on(ip)
+        else:
+            hosts_per_ip = hosts_on_ip + self.stopped_on_ip[ip]
         score = self.model.score(self.model.vector(sample, hosts_per_ip, ip, ip_of, known_hosts))
         action = self.action if score >= self.threshold else "keep"
         self.counts["hosts_scored"] += 1
@@ -434,9 +465,10 @@ class QualityFilter:
         return Verdict(host, score, action, sample.pages, hosts_per_ip)
 
     def state(self) -> dict[str, Any]:
-        """What a checkpoint keeps (``Frontier.checkpoint``, JSON): the samples of hosts in progress, the
-        hosts judged, stopped and deprioritized, the stopped hosts per IP, the counts."""
+        """What a checkpoint keeps (``Frontier.checkpoint``, JSON): the pages counted and the samples of hosts
+        in progress, the hosts judged, stopped and deprioritized, the stopped hosts per IP, the counts."""
         return {
+            "seen": dict(self.seen),
             "samples": {host: _sample_state(sample) for host, sample in self.samples.items()},
             "judged": sorted(self.judged),
             "stopped": sorted(self.stopped),
@@ -449,6 +481,8 @@ class QualityFilter:
         """Take back a :meth:`state`: a host half-sampled when the checkpoint was taken is scored on its
         first ``pages`` pages still, the pages before the checkpoint included."""
         self.samples = {host: _sample_from(sample) for host, sample in state["samples"].items()}
+        # a checkpoint taken before pages were counted had read every page it counted
+        self.seen = Counter(state.get("seen") or {host: sample.pages for host, sample in self.samples.items()})
         self.judged = set(state["judged"])
         self.stopped = set(state["stopped"])
         self.deprioritized = set(state["deprioritized"])
@@ -458,4 +492,4 @@ class QualityFilter:
     def statistics(self) -> dict[str, int]:
         """Counts for stats.json: pages read, hosts scored, stopped, deprioritized, and hosts in progress."""
         return {"pages_read": 0, "hosts_scored": 0, "hosts_stopped": 0, "hosts_deprioritized": 0,
-                **self.counts, "hosts_sampling": len(self.samples)}
+                **self.counts, "hosts_sampling": len(self.seen)}

@@ -1,8 +1,8 @@
 """Labelled hosts' pages → a host quality model (``crawl learn quality``; the crawl-side core is ``frontier/quality.py``).
 
 Pure but for scikit-learn: the engine (``engine/learn_quality.py``) reads a finished crawl's
-WARC files and hands over, per labelled host, the :class:`~frontier.quality.PageText` of its
-first ``n`` HTML pages, its hosts-per-IP count and its label (1 = spam). Training:
+WARC files and hands over, per labelled host, the :class:`~frontier.quality.PageText` of the
+pages read of its first ``n`` HTML pages (``frontier.quality.reads_page``), its hosts-per-IP count and its label (1 = spam). Training:
 
 1. corpus statistics over the hosts' *virtual documents* (the union of a host's pages):
    the vocabulary is the words found in at least 10% and at most 50% of the virtual documents,
@@ -74,7 +74,7 @@ class Trained:
     spam: int
 
 
-def corpus_model(hosts: Sequence[LabelledHost], pages: int) -> Model:
+def corpus_model(hosts: Sequence[LabelledHost], pages: int, read: int) -> Model:
     """Step 1: a model with the corpus statistics and no classifier yet."""
     df: Counter[bytes] = Counter()
     frequency: Counter[bytes] = Counter()
@@ -97,6 +97,7 @@ def corpus_model(hosts: Sequence[LabelledHost], pages: int) -> Model:
     table = {b" ".join(t): math.log(c / total) for t, c in trigrams.most_common(MAX_TRIGRAMS) if c >= 2}
     return Model(
         pages=pages,
+        read=read,
         vocabulary=[encode_word(w) for w in vocabulary],
         idf=[math.log((n - df[w] + 0.5) / (df[w] + 0.5)) for w in vocabulary],
         avdl=sum(lengths) / n if n else 0.0,
@@ -118,7 +119,8 @@ def host_vectors(model: Model, hosts: Sequence[LabelledHost], addresses: Mapping
     return np.vstack(rows)
 
 
-def train(hosts: Sequence[LabelledHost], pages: int, addresses: Mapping[str, str], classifier: str = "auto") -> Trained:
+def train(hosts: Sequence[LabelledHost], pages: int, read: int, addresses: Mapping[str, str],
+          classifier: str = "auto") -> Trained:
     """Steps 1–3 (``classifier``: "auto", "forest" or "logistic"); ValueError if the labels leave fewer
     than :data:`FOLDS` hosts of a class."""
     from sklearn.ensemble import RandomForestClassifier  # here: a crawl never imports scikit-learn
@@ -132,7 +134,7 @@ def train(hosts: Sequence[LabelledHost], pages: int, addresses: Mapping[str, str
     if min(spam, len(y) - spam) < FOLDS:
         raise ValueError(f"{FOLDS}-fold cross-validation needs at least {FOLDS} spam and {FOLDS} good hosts "
                          f"with pages in the crawl; got {spam} spam and {len(y) - spam} good")
-    model = corpus_model(hosts, pages)
+    model = corpus_model(hosts, pages, read)
     x = host_vectors(model, hosts, addresses)
     candidates = {
         "logistic": make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=5000)),
@@ -175,7 +177,7 @@ def report(trained: Trained, source: str) -> str:
         "# Host quality model",
         "",
         f"Trained by `crawl learn quality` on {source}: {trained.hosts} labelled hosts "
-        f"({trained.spam} spam), the first {m.pages} HTML pages of each.",
+        f"({trained.spam} spam), {m.read} pages read of the first {m.pages} HTML pages of each.",
         f"Vocabulary: {len(m.vocabulary)} words (document frequency 10–50% of the hosts' virtual documents, "
         f"at most {MAX_VOCABULARY}); BM25 k1 = {K1}, b = {B}, avdl = {m.avdl:.1f}; "
         f"{len(m.popular)} popular words; {len(m.trigrams)} trigrams.",

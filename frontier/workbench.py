@@ -98,6 +98,10 @@ class Workbench:
         self._with_work = 0
         self.urls = 0
         self.bytes = 0
+        # told (IP, +1) when a host joins an entry and (IP, -1) when it moves to another IP, not when it is
+        # purged: the engine counts every agent's hosts per IP with it (engine/ip_table.py) as `crawl learn
+        # quality` counts the hosts of a WARC file's IP addresses, for the quality filter
+        self.on_hosts: Callable[[str, int], None] | None = None
         self.not_before = 0.0  # no IP is fetched before this (a resumed crawl's IPs may have been just fetched)
 
     # -- attaching hosts ---------------------------------------------------------------
@@ -111,6 +115,8 @@ class Workbench:
         vs.ip = ip
         vs.entry = entry
         entry.hosts += 1
+        if self.on_hosts is not None:
+            self.on_hosts(ip, 1)
         self._visit_states += 1
         vs.transition("resolved")
         if vs.has_work:
@@ -129,6 +135,8 @@ class Workbench:
     def move(self, vs: VisitState, ip: str) -> None:
         """A re-resolved visit state is READY again on the entry of ``ip`` (its old one or another)."""
         if vs.entry.ip != ip:
+            if self.on_hosts is not None:
+                self.on_hosts(vs.entry.ip, -1)
             self.detach(vs)
             self.attach(vs, ip)
             return

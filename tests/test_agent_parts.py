@@ -149,6 +149,39 @@ def test_the_page_budget_is_shared(tmp_path: Path) -> None:
     assert b.reserve_page(3) and b.pages() == 3
 
 
+ADDER = """
+import sys
+from pathlib import Path
+from engine.ip_table import SharedIpTable
+table = SharedIpTable(Path(sys.argv[1]))
+print("ready", flush=True)
+sys.stdin.readline()
+for _ in range(int(sys.argv[2])):
+    table.add_host("10.0.0.1", 1)
+"""
+
+
+def test_hosts_per_ip_are_counted_by_every_process_without_losing_one(tmp_path: Path) -> None:
+    path = tmp_path / "ip-table"
+    SharedIpTable.create(path)
+    table = SharedIpTable(path)
+    assert table.try_acquire("10.0.0.1", time.monotonic(), 0.5) is None  # a fetch lock held meanwhile blocks no count
+    adders = [subprocess.Popen([sys.executable, "-c", ADDER, str(path), "3000"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, cwd=Path(__file__).parent.parent) for _ in range(2)]
+    for adder in adders:
+        assert adder.stdout is not None and adder.stdout.readline() == b"ready\n"
+    for adder in adders:  # both start together: their read-modify-writes race unless the lock holds
+        assert adder.stdin is not None
+        adder.stdin.write(b"go\n")
+        adder.stdin.flush()
+    assert [adder.wait(timeout=60) for adder in adders] == [0, 0]
+    table.add_host("10.0.0.1", -1)
+    assert table.hosts("10.0.0.1") == 5999 and table.hosts("10.0.0.2") == 0
+    table.release("10.0.0.1", 5.0)
+    assert SharedIpTable.count_ips(path) == 1  # the page counter and host counters are no IP
+    table.close()
+
+
 # -- sd_notify --------------------------------------------------------------------------------------------
 
 

@@ -342,7 +342,7 @@ def test_a_json_file_that_does_not_fit_leaves_the_previous_one(disk: Path) -> No
 # -- end to end: a crawl fills a small tmpfs, stops, and resumes after a remount ------------------------------
 
 # Binary files (incompressible) make the WARC files grow fast; the tmpfs holds the crawl's fixed files
-# (the IP table's 16 MiB, the reserve, the in-flight slots) and a few MB more: it fills mid-crawl.
+# (the IP table's 20 MiB, the reserve, the in-flight slots) and a few MB more: it fills mid-crawl.
 WEB = WebParams(hosts=40, hosts_per_ip=4, mean_pages=30, max_pages=60, mean_links=10, page_bytes=4000,
                 frac_binary=0.3, binary_bytes=20000, robots_crawl_delay_share=0.0)  # no slow tail
 SETTINGS = ["politeness.host_delay=0.05", "politeness.ip_delay=0.01", "engine.fetchers=30",
@@ -365,7 +365,7 @@ def test_a_crawl_that_fills_its_disk_stops_store_full_and_resumes_with_nothing_l
     seeds = web.web.seeds[:10]
     expected = reachable(web.model, seeds)
     try:
-        with tmpfs(tmp_path / "disk", "22m") as disk:
+        with tmpfs(tmp_path / "disk", "26m") as disk:
             out = disk / "out"
             first = subprocess.run(crawl_command(out, seeds, dns=web.web.dns_address, settings=SETTINGS),
                                    capture_output=True, text=True, timeout=240)

@@ -5,10 +5,14 @@ frontier (n pages, then one score; stop drops queued and later URLs; memory free
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine import config as configuration
 from engine.quality_text import page_text
@@ -23,6 +27,7 @@ from frontier.quality import (
     QualityFilter,
     forest_arrays,
     forest_probability,
+    reads_page,
 )
 from frontier.settings import FrontierSettings
 
@@ -57,7 +62,7 @@ def test_page_text_of_odd_pages() -> None:
 def model(**changes: object) -> Model:
     n = len(FEATURES) + 3
     fields: dict[str, object] = dict(
-        pages=3, vocabulary=["cheap", "pills", "offer"], idf=[1.0, 2.0, 0.5], avdl=10.0, popular=["cheap", "today"],
+        pages=3, read=3, vocabulary=["cheap", "pills", "offer"], idf=[1.0, 2.0, 0.5], avdl=10.0, popular=["cheap", "today"],
         trigrams={"cheap pills cheap": math.log(0.5)}, trigram_floor=math.log(0.01),
         mean=[50.0] + [0.0] * (n - 1), scale=[10.0] + [1.0] * (n - 1),
         classifier={"kind": "logistic", "coef": [1.0] + [0.0] * (n - 1), "intercept": 0.0},
@@ -136,11 +141,15 @@ def test_the_forest_evaluator_agrees_with_scikit_learn(tmp_path: Path) -> None:
 
 
 def test_a_model_folder_round_trips(tmp_path: Path) -> None:
-    m = model()
+    m = model(pages=100, read=20)
     m.save(tmp_path)
     loaded = Model.load(tmp_path)
     vector = m.vector(HostSample(), 3)
-    assert loaded.score(vector) == m.score(vector)
+    assert loaded.score(vector) == m.score(vector) and (loaded.pages, loaded.read) == (100, 20)
+    data = orjson.loads((tmp_path / "model.json").read_bytes())
+    del data["read"]
+    (tmp_path / "model.json").write_bytes(orjson.dumps(data))
+    assert Model.load(tmp_path).read == 100  # learnt before --read: it read every page of its first n
     (tmp_path / "model.json").write_text("{}")
     with pytest.raises(ValueError, match="not a quality model"):
         Model.load(tmp_path)
@@ -148,13 +157,18 @@ def test_a_model_folder_round_trips(tmp_path: Path) -> None:
 
 # -- the decision, in the frontier ---------------------------------------------------------------
 
+def read(page: PageText) -> Callable[[], PageText]:
+    """What the engine hands the filter: a reader of the page's text, called if the filter reads it."""
+    return lambda: page
+
+
 SPAM = PageText(1000, 800, 100, 3, 0, [b"cheap"] * 100)  # 100 words a page: score ≈ sigmoid(5)
 GOOD = PageText(1000, 300, 150, 3, 0, [b"river"] * 10)  # 10 words: score ≈ sigmoid(-4)
 
 
 def crawl(tmp_path: Path, action: str, pages: int = 3) -> tuple[Frontier, QualityFilter, list[str]]:
     """Two hosts of 20 pages each, linked from their front pages; each fetched page goes to the filter."""
-    quality = QualityFilter(model(), threshold=0.5, pages=pages, action=action)
+    quality = QualityFilter(model(), threshold=0.5, pages=pages, read=pages, action=action)
     f = Frontier(tmp_path / "frontier", FrontierSettings(host_delay=1.0, ip_delay=0.0, sieve_flush_interval=0.0,
                                                          workbench_bytes=1 << 20, sieve_bucket_bytes=1 << 12),
                  quality=quality)
@@ -181,7 +195,7 @@ def crawl(tmp_path: Path, action: str, pages: int = 3) -> tuple[Frontier, Qualit
         f.release(vs, now)
         host = url.rsplit("/", 1)[0]
         if f.quality_wants(url):
-            f.quality_page(url, hosts[host])
+            f.quality_page(url, read(hosts[host]))
         if url.endswith("/"):  # the front page links every page of its host, and the other host's pages
             others = [f"{h}/p{i}" for h in hosts for i in range(20)]
             f.discover(others, url)
@@ -209,10 +223,10 @@ def test_stop_cuts_a_host_off_after_n_pages(tmp_path: Path) -> None:
 
 def test_a_host_is_scored_once_on_its_first_n_pages(tmp_path: Path) -> None:
     verdicts = []
-    quality = QualityFilter(model(), threshold=0.5, pages=3, action="stop")
+    quality = QualityFilter(model(), threshold=0.5, pages=3, read=3, action="stop")
     for i in range(3):
         assert quality.wants("http://spam.test")
-        verdicts.append(quality.add("http://spam.test", SPAM, "10.0.0.1", hosts_on_ip=4))
+        verdicts.append(quality.add("http://spam.test", read(SPAM), "10.0.0.1", hosts_on_ip=4))
     assert verdicts[:2] == [None, None]
     verdict = verdicts[2]
     assert verdict is not None and verdict.action == "stop" and verdict.pages == 3 and verdict.hosts_per_ip == 4
@@ -220,8 +234,81 @@ def test_a_host_is_scored_once_on_its_first_n_pages(tmp_path: Path) -> None:
     assert not quality.wants("http://spam.test")
     # the next host of that IP counts the stopped one, though it left the IP's workbench entry
     for _ in range(3):
-        last = quality.add("http://other.test", GOOD, "10.0.0.1", hosts_on_ip=3)
+        last = quality.add("http://other.test", read(GOOD), "10.0.0.1", hosts_on_ip=3)
     assert last is not None and last.action == "keep" and last.hosts_per_ip == 4
+
+
+@given(pages=st.integers(1, 500), read_=st.integers(1, 600))
+def test_the_pages_read_are_evenly_spread_and_end_on_the_last(pages: int, read_: int) -> None:
+    chosen = [seen for seen in range(1, pages + 1) if reads_page(seen, pages, read_)]
+    assert len(chosen) == min(pages, read_) and chosen[-1] == pages
+    gaps = {b - a for a, b in zip([0, *chosen], chosen)}
+    assert max(gaps) - min(gaps) <= 1
+
+
+def test_reads_of_the_first_hundred_are_every_fifth() -> None:
+    assert [seen for seen in range(1, 101) if reads_page(seen, 100, 20)] == list(range(5, 101, 5))
+
+
+def test_a_host_is_scored_on_the_pages_it_reads_of_its_first_n(tmp_path: Path) -> None:
+    quality = QualityFilter(model(), threshold=0.5, pages=10, read=2, action="stop")
+    texts: list[int] = []
+
+    def page(i: int) -> Callable[[], PageText]:
+        def text() -> PageText:
+            texts.append(i)
+            return SPAM
+        return text
+
+    verdicts = [quality.add("http://spam.test", page(i), "10.0.0.1", hosts_on_ip=1) for i in range(1, 11)]
+    assert texts == [5, 10]  # the other eight pages were counted, never read
+    assert verdicts[:9] == [None] * 9 and verdicts[9] is not None and verdicts[9].pages == 2
+    assert quality.statistics()["pages_read"] == 2 and quality.statistics()["hosts_sampling"] == 0
+
+    # a checkpoint between two reads keeps the count: the host is still scored at its tenth page
+    for i in range(1, 8):
+        quality.add("http://half.test", page(i), "10.0.0.1", hosts_on_ip=1)
+    again = QualityFilter(model(), threshold=0.5, pages=10, read=2, action="stop")
+    again.restore(quality.state())
+    assert [again.add("http://half.test", page(i), "10.0.0.1", hosts_on_ip=1) is None for i in (8, 9, 10)] \
+        == [True, True, False]
+    assert texts[-2:] == [5, 10]
+
+
+def test_with_several_agents_hosts_per_ip_count_every_agents_hosts(tmp_path: Path) -> None:
+    """Two agents' frontiers on one machine-wide IP table: a host is scored with the hosts of the other
+    agent on its IP; a host moving to another IP leaves the count, a stopped one stays in it."""
+    from engine.ip_table import SharedIpTable
+    from engine.parts import share_hosts_per_ip
+
+    SharedIpTable.create(tmp_path / "ip-table")
+    settings = FrontierSettings(host_delay=0.0, ip_delay=0.0, sieve_flush_interval=0.0)
+    agents = []
+    for name, hosts in (("a", ["http://a1.test", "http://a2.test"]), ("b", ["http://b1.test", "http://b2.test"])):
+        quality = QualityFilter(model(), threshold=0.5, pages=1, read=1, action="stop")
+        f = Frontier(tmp_path / name, settings, quality=quality)
+        table = SharedIpTable(tmp_path / "ip-table")
+        share_hosts_per_ip(f, table)
+        f.discover([f"{h}/" for h in hosts])
+        f.flush()
+        f.flush_sieve(0.0, 0.0)
+        for vs in f.distribute(0.0):
+            f.resolved(vs, "10.0.0.1")
+        agents.append((f, table))
+    (a, table), (b, _) = agents
+    assert table.hosts("10.0.0.1") == 4
+    verdict = a.quality_page("http://a1.test/", read(SPAM))
+    assert verdict is not None and verdict.action == "stop" and verdict.hosts_per_ip == 4
+    moving = b.acquire(0.0)  # its address expired: resolved again, to another IP
+    assert moving is not None
+    b.readdress(moving)
+    b.resolved(moving, "10.0.0.2")
+    assert (table.hosts("10.0.0.1"), table.hosts("10.0.0.2")) == (3, 1)  # the stopped a1 still counts
+    verdict = a.quality_page("http://a2.test/", read(GOOD))
+    assert verdict is not None and verdict.action == "keep" and verdict.hosts_per_ip == 3
+    for f, t in agents:
+        f.close()
+        t.close()
 
 
 def test_a_host_linking_into_its_own_ip_is_stopped_by_a_link_model() -> None:
@@ -229,11 +316,11 @@ def test_a_host_linking_into_its_own_ip_is_stopped_by_a_link_model() -> None:
     coef = [0.0] * (len(FEATURES) + 3)
     coef[same_ip] = 1.0
     quality = QualityFilter(model(classifier={"kind": "logistic", "coef": coef, "intercept": -5.0}),
-                            threshold=0.5, pages=2, action="stop")
+                            threshold=0.5, pages=2, read=2, action="stop")
     ips = {"http://mate.test": "10.0.0.9", "http://far.test": "10.0.0.2"}.get
     farm = PageText(100, 10, 5, 0, 0, [b"x"], ["http://mate.test/a", "http://mate.test/b"])
     blogroll = PageText(100, 10, 5, 0, 0, [b"x"], ["http://far.test/a", "http://far.test/b"])
-    verdicts = [quality.add(host, page, "10.0.0.9", 3, ips, known_hosts=21) for host, page in  # chance: 2 of 20
+    verdicts = [quality.add(host, read(page), "10.0.0.9", 3, ips, known_hosts=21) for host, page in  # chance: 2 of 20
                 (("http://farm.test", farm), ("http://roll.test", blogroll)) for _ in range(2)]
     assert [v.action if v else None for v in verdicts] == [None, "stop", None, "keep"]
 
@@ -290,6 +377,8 @@ def test_learn_quality_refuses_bad_arguments_naming_them(tmp_path: Path, capsys:
     assert status == 2 and "--labels" in err and "label 0 or 1" in err, err
     status, err = run("--labels", str(labels), "--crawl", str(tmp_path), "--pages", "0")
     assert status == 2 and err.startswith("crawl: config error: --pages: must be at least 1"), err
+    status, err = run("--labels", str(labels), "--crawl", str(tmp_path), "--read", "0")
+    assert status == 2 and err.startswith("crawl: config error: --read: must be at least 1"), err
 
 
 def test_a_host_score_record_is_no_page_when_the_graph_is_rebuilt(tmp_path: Path) -> None:
@@ -312,15 +401,15 @@ def test_a_checkpoint_keeps_the_filters_samples_and_verdicts(tmp_path: Path) -> 
     settings = FrontierSettings(host_delay=0.0, ip_delay=0.0, sieve_flush_interval=0.0)
 
     def frontier() -> tuple[Frontier, QualityFilter]:
-        quality = QualityFilter(model(), threshold=0.5, pages=3, action="stop")
+        quality = QualityFilter(model(), threshold=0.5, pages=3, read=3, action="stop")
         return Frontier(tmp_path / "frontier", settings, quality=quality), quality
 
     f, quality = frontier()
     linking = PageText(1000, 800, 100, 3, 0, [b"cheap", b"\xc3\xa9t\xc3\xa9"] * 50, ["http://mate.test/x"])
     for _ in range(3):
-        f.quality_page("http://spam.test/", SPAM)  # judged: stopped
+        f.quality_page("http://spam.test/", read(SPAM))  # judged: stopped
     for _ in range(2):
-        f.quality_page("http://half.test/", linking)  # two of its three pages in
+        f.quality_page("http://half.test/", read(linking))  # two of its three pages in
     before = quality.state()
     f.checkpoint(0.0, {})
     f.close()
@@ -332,7 +421,7 @@ def test_a_checkpoint_keeps_the_filters_samples_and_verdicts(tmp_path: Path) -> 
     assert quality.samples["http://half.test"].linked == {"http://mate.test": 2}
     assert quality.stopped == {"http://spam.test"} and not quality.wants("http://spam.test")
     assert f.discover(["http://spam.test/later"], "http://good.test/") == 0  # its later links still dropped
-    verdict = f.quality_page("http://half.test/", linking)  # the third page: scored on all three
+    verdict = f.quality_page("http://half.test/", read(linking))  # the third page: scored on all three
     assert verdict is not None and verdict.pages == 3 and verdict.action == "stop"
     assert f.statistics().quality["pages_read"] == 3 + 3 and f.statistics().quality["hosts_stopped"] == 2
     f.close()

@@ -22,14 +22,15 @@ PAGES = 5
 PARAMS = dict(hosts=150, spam_share=0.4, mean_pages=12)
 
 
-def crawl_web(tmp: Path, name: str, seed: int, settings: list[str] = ()) -> tuple[Counter[str], dict, dict[str, bool]]:  # type: ignore[assignment]
+def crawl_web(tmp: Path, name: str, seed: int, settings: list[str] = (),  # type: ignore[assignment]
+              agents: int = 1) -> tuple[Counter[str], dict, dict[str, bool]]:
     """Page requests per host name, stats.json, and host name → spam, of a whole crawl of the web ``seed``."""
     web = WebThread(WebParams(seed=seed, **PARAMS), tmp / f"{name}.jsonl")  # type: ignore[arg-type]
     try:
         seeds = web.web.seeds
         spam = {host: web.model.spam_kind(host) is not None for host in web.model.hosts()}
         done = run_crawl(tmp / name, seeds, dns=str(web.web.dns_address),
-                         settings=[*NO_DELAYS, "engine.processes=1", *settings])
+                         settings=[*NO_DELAYS, f"engine.processes={agents}", *settings])
     finally:
         log = web.stop()
     return Counter(r.host for r in page_requests(log)), done.stats, spam
@@ -49,6 +50,12 @@ def html_pages(out: Path) -> Counter[str]:
     return counts
 
 
+def verdicts_of(out: Path) -> dict[str, tuple[str, int]]:
+    """host name → (action, hosts per IP) of every agent's quality.csv."""
+    return {line.split(",")[0].split("//")[1].rsplit(":", 1)[0]: (line.split(",")[2], int(line.split(",")[4]))
+            for path in out.glob("agent-*/quality.csv") for line in path.read_text().splitlines()[1:]}
+
+
 def test_a_learned_model_cuts_unseen_spam_hosts_off(tmp_path: Path) -> None:
     _, _, spam = crawl_web(tmp_path, "train", seed=11)
     labels = tmp_path / "hosts.csv"
@@ -64,8 +71,7 @@ def test_a_learned_model_cuts_unseen_spam_hosts_off(tmp_path: Path) -> None:
     with_, stats, truth_again = crawl_web(tmp_path, "with", seed=12,
                                           settings=[f"quality.model={model}", f"quality.pages={PAGES}"])
     assert truth == truth_again
-    verdicts = {line.split(",")[0].split("//")[1].rsplit(":", 1)[0]: line.split(",")[2]
-                for line in (tmp_path / "with" / "agent-0" / "quality.csv").read_text().splitlines()[1:]}
+    verdicts = {host: action for host, (action, _) in verdicts_of(tmp_path / "with").items()}
     stopped = {host for host, action in verdicts.items() if action == "stop"}
     html = html_pages(tmp_path / "with")
     assert stopped and all(html[host] <= PAGES for host in stopped)  # cut off at n HTML pages, what the filter reads
@@ -94,3 +100,19 @@ def test_a_learned_model_cuts_unseen_spam_hosts_off(tmp_path: Path) -> None:
                     scored[record.rec_headers.get_header("WARC-Target-URI")] = fields["hostQualityAction"]
     assert sorted(uri.split("//")[1].rsplit(":", 1)[0] for uri in scored) == sorted(verdicts)
     assert orjson.loads((tmp_path / "with" / "stats.json").read_bytes())["config"]["quality"]["pages"] == PAGES
+
+    # two agents: each owns about half the hosts of an IP, and still scores a host with all of them
+    # (engine/ip_table.py), as one agent does and as the model learnt from the WARC files
+    _, stats2, _ = crawl_web(tmp_path, "with2", seed=12, settings=[f"quality.model={model}", f"quality.pages={PAGES}"],
+                             agents=2)
+    one, two = verdicts_of(tmp_path / "with"), verdicts_of(tmp_path / "with2")
+    assert {p.name for p in (tmp_path / "with2").glob("agent-*/quality.csv")} == {"quality.csv"} and \
+        len(list((tmp_path / "with2").glob("agent-*/quality.csv"))) == 2
+    mean_one = sum(n for _, n in one.values()) / len(one)
+    mean_two = sum(n for _, n in two.values()) / len(two)
+    print(f"hosts per IP at scoring: one agent {mean_one:.2f}, two agents {mean_two:.2f}")
+    assert mean_two >= 0.85 * mean_one
+    stopped2 = {host for host, (action, _) in two.items() if action == "stop"}
+    spam2 = [h for h in two if truth[h]]
+    assert len(stopped2 & set(spam2)) >= 0.7 * len(spam2), (len(stopped2 & set(spam2)), len(spam2))
+    assert stats2["quality"]["hosts_stopped"] == len(stopped2)
