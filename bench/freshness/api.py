@@ -6,6 +6,8 @@ counted from the start, and a call beyond that raises :class:`RateLimited` (the 
 API), so a run that finishes never exceeded the limit (AT-20). It remembers, per post identity
 (user, index), the time of the first response that carried it: overlapping timelines never count
 a post twice (AT-21). Posts before the start are the planners' history and count as archived.
+With ``credentials`` > 1 (several agents, each with a token of its own: ``bench/freshness/agents.py``)
+each credential has its own ``per_hour`` calls; captures are shared, as an archive is.
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ class EmulatedApi:
     """Invariant: ``calls_in_window <= per_hour``; ``captured[u][i]`` is the first call time that
     returned post i of user u (inf while never returned, -inf for history)."""
 
-    def __init__(self, trace: Trace, start: float, per_crawl: int, per_hour: int) -> None:
+    def __init__(self, trace: Trace, start: float, per_crawl: int, per_hour: int, credentials: int = 1) -> None:
         if per_crawl < 1:
             raise ValueError(f"per_crawl: must be >= 1, got {per_crawl}")
         if per_hour < 1:
             raise ValueError(f"per_hour: must be >= 1, got {per_hour}")
+        if credentials < 1:
+            raise ValueError(f"credentials: must be >= 1, got {credentials}")
         self.trace = trace
         self.start = start
         self.per_crawl = per_crawl
@@ -55,27 +59,30 @@ class EmulatedApi:
             self.captured[user] = kappa
         self.calls: list[tuple[str, float, int, int]] = []
         """The crawl log: (user, call time, posts returned, new posts)."""
+        self.credential_of_call: list[int] = []
+        """The credential each call of the log was made with."""
         self.overflows = 0
-        self._window = 0
-        self._calls_in_window = 0
+        self._window = [0] * credentials
+        self._calls_in_window = [0] * credentials
 
     def window(self, now: float) -> int:
         """The rate-limit window of `now`: clock hours counted from the start."""
         return math.floor((now - self.start) / 3600.0)
 
-    def calls_left(self, now: float) -> int:
-        return self.per_hour - (self._calls_in_window if self.window(now) == self._window else 0)
+    def calls_left(self, now: float, credential: int = 0) -> int:
+        same = self.window(now) == self._window[credential]
+        return self.per_hour - (self._calls_in_window[credential] if same else 0)
 
-    def timeline(self, user: str, now: float) -> Response:
-        """One call: the newest `per_crawl` posts of `user` with time <= now."""
+    def timeline(self, user: str, now: float, credential: int = 0) -> Response:
+        """One call with `credential`: the newest `per_crawl` posts of `user` with time <= now."""
         window = self.window(now)
-        if window != self._window:
-            if window < self._window:
+        if window != self._window[credential]:
+            if window < self._window[credential]:
                 raise ValueError(f"a call at {now} goes back to an earlier rate-limit window")
-            self._window, self._calls_in_window = window, 0
-        if self._calls_in_window >= self.per_hour:
-            raise RateLimited(f"{self.per_hour} calls already made in hour {window}")
-        self._calls_in_window += 1
+            self._window[credential], self._calls_in_window[credential] = window, 0
+        if self._calls_in_window[credential] >= self.per_hour:
+            raise RateLimited(f"{self.per_hour} calls of credential {credential} already made in hour {window}")
+        self._calls_in_window[credential] += 1
         posts, kappa = self.trace.posts[user], self.captured[user]
         top = int(np.searchsorted(posts, now, side="right"))
         first = max(0, top - self.per_crawl)
@@ -84,4 +91,5 @@ class EmulatedApi:
         overflow = len(fresh) == self.per_crawl
         self.overflows += overflow
         self.calls.append((user, now, top - first, len(fresh)))
+        self.credential_of_call.append(credential)
         return Response(top - first, posts[fresh], overflow)
