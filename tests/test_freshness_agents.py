@@ -8,7 +8,9 @@ the server's request log and the WARC files:
 * both tokens are used, their calls split roughly evenly (the position split);
 * each user's calls all carry one token, but for a switch after each move of the user;
 * no token goes over its limit per lab hour, and no call meets a 429;
-* each user's posts up to its last crawl were all collected, whichever agent crawled it.
+* each user's posts up to its last crawl were all collected, whichever agent crawled it;
+* distributed (the default): users move from an agent over its quota to one with calls to
+  spare, with their state; centralized: agent 0 plans, both agents crawl what it sends them.
 """
 
 from __future__ import annotations
@@ -104,13 +106,16 @@ def collected_posts(out: Path) -> tuple[defaultdict[str, set[float]], dict[str, 
     return collected, last_crawl
 
 
+Crawl = tuple[Path, RegularPosters, list[LogRecord], list[FreshnessPolicy]]
+
+
 def weekend(t: float) -> bool:
     """``t`` falls on a Saturday or Sunday, local time (UTC+8, the planners' calendar)."""
     return (math.floor((t + 8 * 3600) / DAY) + 3) % 7 >= 5  # day 0, 1970-01-01, was a Thursday
 
 
 @pytest.fixture(scope="module")
-def distributed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RegularPosters, list[LogRecord], list[FreshnessPolicy]]:
+def distributed(tmp_path_factory: pytest.TempPathFactory) -> Crawl:
     tmp_path = tmp_path_factory.mktemp("fresh-agents")
     source = RegularPosters(12)
     history = {u: source.posts(u, T0 - 14 * DAY, T0) for u in source.users}
@@ -122,8 +127,18 @@ def distributed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Regular
     return tmp_path, source, log, policies
 
 
-def test_two_agents_share_the_users_and_their_calls(distributed) -> None:  # type: ignore[no-untyped-def]
-    _, source, log, policies = distributed
+@pytest.fixture(scope="module")
+def centralized(tmp_path_factory: pytest.TempPathFactory) -> Crawl:
+    tmp_path = tmp_path_factory.mktemp("fresh-central")
+    source = RegularPosters(12)
+    history = {u: source.posts(u, T0 - 14 * DAY, T0) for u in source.users}
+    log, policies = crawl_with_two_agents(tmp_path, source, history, 'policy.architecture="centralized"')
+    return tmp_path, source, log, policies
+
+
+def check_calls(crawl: Crawl) -> list[LogRecord]:
+    """Both tokens used about as much, each within its limit, every user crawled; returns the calls."""
+    _, source, log, _ = crawl
     calls = [r for r in log if r.target.startswith("/timeline") and r.status in (200, 304)]
     per_token = Counter(r.credential for r in calls)
     assert set(per_token) == set(TOKENS), per_token
@@ -133,6 +148,22 @@ def test_two_agents_share_the_users_and_their_calls(distributed) -> None:  # typ
         per_hour = Counter(math.floor((r.lab - T0) / LAB_HOUR) for r in calls if r.credential == token and r.lab is not None)
         assert max(per_hour.values()) <= LIMIT
     assert not [r for r in log if r.status in (401, 429)]
+    return calls
+
+
+def check_no_post_lost(crawl: Crawl) -> None:
+    """Each user's posts up to its last crawl are in the WARC files of one agent or the other."""
+    tmp_path, source, _, policies = crawl
+    collected, last_crawl = collected_posts(tmp_path / "out")
+    for user in source.users:
+        posted = set(source.posts(user, T0, last_crawl[user] + 1e-6))
+        assert posted <= collected[user], f"{user}: {len(posted - collected[user])} posts were never collected"
+    assert sum(p.counters()["calls"].get("changed", 0) for p in policies) > len(source.users)
+
+
+def test_two_agents_share_the_users_and_their_calls(distributed: Crawl) -> None:
+    _, source, _, policies = distributed
+    check_calls(distributed)
     a, b = (p.sharing for p in policies)
     assert a is not None and b is not None
     for user in source.users:  # both agents agree on every user's owner, but for a move still unread
@@ -140,7 +171,7 @@ def test_two_agents_share_the_users_and_their_calls(distributed) -> None:  # typ
     assert 0 < len(a.mine()) < len(source.users)
 
 
-def test_users_move_to_the_agent_with_calls_to_spare_with_their_state(distributed) -> None:  # type: ignore[no-untyped-def]
+def test_users_move_to_the_agent_with_calls_to_spare_with_their_state(distributed: Crawl) -> None:
     *_, policies = distributed
     moved_out = sum(p.sharing.moved_out for p in policies if p.sharing is not None)
     moved_in = sum(p.sharing.moved_in for p in policies if p.sharing is not None)
@@ -152,7 +183,7 @@ def test_users_move_to_the_agent_with_calls_to_spare_with_their_state(distribute
                 assert user in policy.newest and policy.recent.get(user), user
 
 
-def test_each_user_keeps_one_token_but_after_a_move(distributed) -> None:  # type: ignore[no-untyped-def]
+def test_each_user_keeps_one_token_but_after_a_move(distributed: Crawl) -> None:
     _, source, log, policies = distributed
     moves = {u: max(p.sharing.epoch.get(u, 0) for p in policies if p.sharing is not None) for u in source.users}
     calls = sorted((r for r in log if r.target.startswith("/timeline") and r.status in (200, 304)), key=lambda r: r.start)
@@ -164,10 +195,22 @@ def test_each_user_keeps_one_token_but_after_a_move(distributed) -> None:  # typ
         assert switches <= moves[user], (user, used, moves[user])
 
 
-def test_no_post_is_lost_whichever_agent_crawled_the_user(distributed) -> None:  # type: ignore[no-untyped-def]
-    tmp_path, source, _, policies = distributed
-    collected, last_crawl = collected_posts(tmp_path / "out")
-    for user in source.users:
-        posted = set(source.posts(user, T0, last_crawl[user] + 1e-6))
-        assert posted <= collected[user], f"{user}: {len(posted - collected[user])} posts were never collected"
-    assert sum(p.counters()["calls"].get("changed", 0) for p in policies) > len(source.users)
+def test_no_post_is_lost_whichever_agent_crawled_the_user(distributed: Crawl) -> None:
+    check_no_post_lost(distributed)
+
+
+def test_centralized_agent_0_plans_and_sends_each_crawl_to_the_shortest_to_do_list(centralized: Crawl) -> None:
+    _, source, _, (server, client) = centralized
+    calls = check_calls(centralized)
+    assert server.central is not None and client.central is not None
+    dispatched = server.counters()["dispatched"]
+    assert dispatched.get("0", 0) >= 3 and dispatched.get("1", 0) >= 3, dispatched
+    # the client plans nothing: beyond the first crawl of its share of users, it crawls what it is sent
+    first = sum(1 for u in source.users if client.central.first[u] == 1)
+    assert sum(1 for r in calls if r.credential == TOKENS[1]) <= first + dispatched["1"]
+    assert not client.planner.names and client.counters()["calls"] == {}
+    assert server.planner.statistics().crawls >= len(calls) - 2  # every answer reported (but the last, maybe unread)
+
+
+def test_centralized_loses_no_post(centralized: Crawl) -> None:
+    check_no_post_lost(centralized)

@@ -1,14 +1,19 @@
-"""The users of a live recrawl shared out over agents (``frontier/freshness/sharing.py``): the position
-split, the spare shares, the move messages and the freshness policy's ownership of URLs."""
+"""The users of a live recrawl shared out over agents (``frontier/freshness/sharing.py``, ``central.py``):
+the position split, the spare shares, the move messages, the freshness policy's ownership of URLs
+and its centralized dispatch."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from frontier.freshness.central import Dispatch, Report
+from frontier.freshness.central import decode as decode_central
+from frontier.freshness.central import encode as encode_central
 from frontier.freshness.routing import RoutingParams
 from frontier.freshness.sharing import (
     Handover,
@@ -20,7 +25,9 @@ from frontier.freshness.sharing import (
     position_split,
     spare_shares,
 )
+from frontier.page import FetchedPage
 from frontier.policies.freshness import FreshnessPolicy, Options
+from frontier.policy import Revisit
 
 DAY = 86_400.0
 END = 1_700_000_000.0
@@ -137,22 +144,20 @@ def test_an_agent_behind_joins_the_round_another_started() -> None:
     assert a.leaving == {"v": 1}, "18 calls against 0: the user that fits in the 9 spare moves"
 
 
-def policy(tmp_path: Path) -> FreshnessPolicy:
+def policy(tmp_path: Path, architecture: str = "distributed") -> FreshnessPolicy:
     model = tmp_path / "model"
-    model.mkdir()
+    model.mkdir(parents=True)
     (model / "users.csv").write_text("user_id,url\n" + "".join(
         f"u{i},http://api.test/timeline?user=u{i}\n" for i in range(8)))
     (model / "history.csv").write_text("user_id,unix_ts\n" + "".join(
         f"u{i},{t!r}\n" for i in range(8) for t in posting(i + 1)))
-    return FreshnessPolicy(Options(planner="hash"), model)
+    return FreshnessPolicy(Options(planner="hash", architecture=architecture), model)
 
 
 def test_the_policy_owns_each_users_listing_by_the_split(tmp_path: Path) -> None:
     alone = policy(tmp_path)
     alone.join(0, 1)
     assert alone.owner("http://api.test/timeline?user=u3") is None, "one agent: routed by host"
-    for i in range(2):
-        (tmp_path / str(i)).mkdir()
     shared = [policy(tmp_path / str(i)) for i in range(2)]
     for i, p in enumerate(shared):
         p.join(i, 2)
@@ -161,3 +166,41 @@ def test_the_policy_owns_each_users_listing_by_the_split(tmp_path: Path) -> None
     assert sorted(o if o is not None else -1 for o in owners) == [0, 0, 0, 0, 1, 1, 1, 1]
     assert shared[0].owner("http://api.test/") is None, "not a listing: routed by host"
     assert not shared[0].messages(0.0), "no clock yet: no round"
+
+
+def answer(user: str, now: float, posts: list[float]) -> FetchedPage:
+    body = orjson.dumps({"user": user, "now": now, "posts": [{"id": int(t * 1000), "time": t} for t in posts]})
+    return FetchedPage(f"http://api.test/timeline?user={user}", 200, {}, body, 0.0)
+
+
+def test_central_messages_read_back_as_sent() -> None:
+    for message in (Dispatch("u", "http://api.test/timeline?user=u"), Report("u", "x", 5.0, [1.0, 2.5], "ok", -3.0)):
+        assert decode_central(encode_central(message)) == message
+    with pytest.raises(ValueError, match="not a centralized"):
+        decode_central(b'{"report": []}')
+
+
+def test_centralized_the_server_plans_and_the_other_agent_only_fetches(tmp_path: Path) -> None:
+    server, client = (policy(tmp_path / str(i), 'centralized') for i in range(2))
+    for i, p in enumerate((server, client)):
+        p.join(i, 2)
+    assert server.central is not None and client.central is not None
+    mine = [u for u, a in client.central.first.items() if a == 1]
+    site = END + 3600
+    # the client's first crawl of one of its users: the answer goes to the server, the client plans nothing
+    assert client.on_fetched(answer(mine[0], site, posting(3)[-5:]), 100.0) == []
+    [(to, report)] = client.messages(100.0)
+    assert to == 0 and not client.planner.names
+    revisits = list(server.on_message(1, report, 100.0))
+    assert server.planner.statistics().crawls == 1 and server.newest[mine[0]] == posting(3)[-1]
+    # once due, each crawl goes to the shorter to-do list: the server's own as a revisit, or a message
+    later = 100.0 + 31 * DAY  # the span: 3 posts a day never reach the threshold, 100 (per_crawl)
+    revisits += list(server.tick(later))
+    sent = [decode_central(data) for _, data in server.messages(later)]
+    url = f"http://api.test/timeline?user={mine[0]}"
+    assert [r.url for r in revisits] + [m.url for m in sent if isinstance(m, Dispatch)] == [url], "sent once"
+    assert server.central.dispatched.total() == 1 and server.central.dispatcher is not None
+    assert sum(server.central.dispatcher.queues) == 1
+    for m in sent:
+        assert isinstance(m, Dispatch)
+        assert list(client.on_message(0, encode_central(m), later)) == [Revisit(m.url, later)]

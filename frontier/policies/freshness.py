@@ -29,7 +29,10 @@ does (:mod:`frontier.freshness.sharing`): the position split from the model fold
 fetching (``owner``) and planning only its own users with its own credential, and quota-based
 moves every ``rebalance_hours`` exchanged as messages (``messages``, ``on_message``). Every
 agent's planner begins with every user (a moved user's model is then there to update); it
-hands out only its own.
+hands out only its own, and only up to its next midnight or period start, so that its clock
+never runs ahead of the site's (``tick`` asks again later). With ``architecture =
+"centralized"`` (:mod:`frontier.freshness.central`) agent 0 alone plans: each crawl that falls
+due goes to the agent with the shortest to-do list, and every agent sends its answers to agent 0.
 
 Pure: no I/O but reading the model folder in ``__init__``; time comes in as ``now``.
 """
@@ -46,6 +49,8 @@ from pathlib import Path
 import orjson
 
 from frontier.freshness.calendar import DAY
+from frontier.freshness.central import Central, Dispatch, Report
+from frontier.freshness.central import decode as decode_central
 from frontier.freshness.files import InputError, read_history, read_listings
 from frontier.freshness.params import PlannerParams, with_settings
 from frontier.freshness.planners import PLANNERS, FreshnessPlanner
@@ -74,6 +79,9 @@ class Options:
     agents (0: the moves even out the agents' predicted calls)."""
     rebalance_hours: float = 24.0
     """With several agents: site hours between two rounds of moves."""
+    architecture: str = "distributed"
+    """With several agents: ``distributed`` (each plans its own users) or ``centralized`` (agent 0
+    plans every user and sends each due crawl to the agent with the shortest to-do list)."""
 
 
 class FreshnessPolicy(CrawlPolicy):
@@ -91,6 +99,8 @@ class FreshnessPolicy(CrawlPolicy):
             raise PolicyError("planner", f"must be one of {', '.join(PLANNERS)}, not {options.planner!r}")
         if not options.time_scale > 0 or not options.days > 0 or options.per_crawl < 1:
             raise PolicyError("time_scale", "time_scale and days must be above 0, per_crawl 1 or more")
+        if options.architecture not in ("distributed", "centralized"):
+            raise PolicyError("architecture", f"must be distributed or centralized, not {options.architecture!r}")
         if not options.rebalance_hours > 0 or options.quota_per_hour < 0:
             raise PolicyError("rebalance_hours", "rebalance_hours must be above 0, quota_per_hour 0 or more")
         try:
@@ -111,19 +121,29 @@ class FreshnessPolicy(CrawlPolicy):
         self.sharing: Sharing | None = None  # with several agents: who owns each user
         self.period_start = 0.0  # with several agents: the planner's period whose plans are this agent's
         self.recent: dict[str, list[float]] = {}  # with several agents: the posts a move carries
+        self.central: Central | None = None  # with several agents, centralized: the dispatch
 
     def join(self, agent: int, agents: int) -> None:
         if agents > 1:
             params = self.planner.params
             owners = position_split(list(self.listings), self.history, agents, params.routing, params.threshold)
             quota = 24 * self.o.quota_per_hour if self.o.quota_per_hour else None
-            self.sharing = Sharing(agent, agents, owners, quota)
+            if self.o.architecture == "centralized":
+                self.central = Central(agent, agents, owners)
+            else:
+                self.sharing = Sharing(agent, agents, owners, quota)
 
     def owner(self, url: str) -> int | None:
         user = self.user_of.get(url)
-        return None if user is None or self.sharing is None else self.sharing.owner[user]
+        if user is None:
+            return None
+        if self.central is not None:
+            return self.central.first[user]
+        return None if self.sharing is None else self.sharing.owner[user]
 
     def _plans(self, user: str) -> bool:
+        if self.central is not None:
+            return self.central.serves
         return self.sharing is None or self.sharing.owns(user)
 
     def _site_time(self, now: float) -> float:
@@ -132,37 +152,46 @@ class FreshnessPolicy(CrawlPolicy):
 
     def on_fetched(self, page: FetchedPage, now: float) -> Iterable[Revisit]:
         user = self.user_of.get(page.url)
-        if user is None or not self._plans(user):
+        if user is None or not (self._plans(user) or self.central is not None):
             return ()
-        posts: list[float] = []
-        overflow = False
-        if page.status == 200:
-            try:
-                answer = orjson.loads(page.body)
-                site_now = float(answer["now"])
-                times = sorted(float(p["time"]) for p in answer["posts"])
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                self.calls["unreadable"] += 1
-                return self._report(user, page.url, now, [], False)
-            self.offset = site_now - self.o.time_scale * now
-            newest = self.newest.get(user, float("-inf"))
-            posts = [t for t in times if t > newest]
-            overflow = len(posts) >= self.o.per_crawl
-            self.calls["changed" if posts else "unchanged"] += 1
-        elif page.changed is False:
-            self.calls["not_modified"] += 1
-        else:
-            self.calls[f"status_{page.status}"] += 1
-        if self.offset is None:
-            return ()  # no clock yet: the first readable answer starts the planner
-        return self._report(user, page.url, now, posts, overflow)
+        kind, times = self._answer(page, now)
+        if self.central is not None:
+            return self._to_server(user, page.url, now, kind, times)
+        return self._judge(user, page.url, now, kind, times)
 
     def on_failed(self, url: str, error: str, now: float, final: bool) -> Iterable[Revisit]:
         user = self.user_of.get(url)
-        if user is None or not final or self.offset is None or not self._plans(user):
+        if user is None or not final or not (self._plans(user) or self.central is not None):
             return ()
-        self.calls["failed"] += 1
-        return self._report(user, url, now, [], False)
+        if self.central is not None:
+            return self._to_server(user, url, now, "failed", [])
+        return self._judge(user, url, now, "failed", [])
+
+    def _answer(self, page: FetchedPage, now: float) -> tuple[str, list[float]]:
+        """What a listing's answer says: ``ok`` and the post times it lists (a readable answer sets
+        the clock), or ``not_modified``, ``unreadable``, ``status_N`` and none."""
+        if page.status != 200:
+            return ("not_modified" if page.changed is False else f"status_{page.status}"), []
+        try:
+            answer = orjson.loads(page.body)
+            site_now = float(answer["now"])
+            times = sorted(float(p["time"]) for p in answer["posts"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            return "unreadable", []
+        self.offset = site_now - self.o.time_scale * now
+        return "ok", times
+
+    def _judge(self, user: str, url: str, now: float, kind: str, times: list[float]) -> list[Revisit]:
+        """Count an answer, and report its new posts to the planner."""
+        posts: list[float] = []
+        if kind == "ok":
+            newest = self.newest.get(user, float("-inf"))
+            posts = [t for t in times if t > newest]
+            kind = "changed" if posts else "unchanged"
+        self.calls[kind] += 1
+        if self.offset is None:
+            return []  # no clock yet: the first readable answer starts the planner
+        return self._report(user, url, now, posts, len(posts) >= self.o.per_crawl)
 
     def _report(self, user: str, url: str, now: float, posts: list[float], overflow: bool) -> list[Revisit]:
         site_now = self._site_time(now)
@@ -210,6 +239,8 @@ class FreshnessPolicy(CrawlPolicy):
             for taken in self.planner.take(due, TAKE_ALL):
                 if taken in self.url and taken not in self.pending and self._plans(taken):
                     self.pending.add(taken)
+                    if self.central is not None and self.central.dispatch(taken, self.url[taken]) != self.central.me:
+                        continue  # sent to the agent with the shortest to-do list
                     revisits.append(Revisit(self.url[taken], now + max(0.0, due - site_now) / scale))
         return revisits
 
@@ -218,22 +249,45 @@ class FreshnessPolicy(CrawlPolicy):
         next midnight or period start still to come: asking for it would run that event now, early,
         and plan from a clock ahead of the site's (``tick`` asks again once the event has passed)."""
         planner = self.planner
-        if self.sharing is not None:
+        if self.sharing is not None or self.central is not None:
             event = min(planner.next_period, planner.next_midnight)
             top, pooled = planner.queue.peek(), planner.queue.pool_earliest()
             earliest = min([t for t in (pooled, top[0] if top else None) if t is not None], default=None)
             if event > site_now and (earliest is None or earliest >= event):
                 return None
+            if self.central is not None and (earliest is None or earliest > site_now):
+                return None  # a crawl is dispatched when it falls due, to the shortest to-do list then
         return planner.next_at()
 
     # -- several agents --------------------------------------------------------------------
 
     def tick(self, now: float) -> Iterable[Revisit]:
-        if self.sharing is None or self.offset is None or not self.planner.names:
+        planning = self.sharing is not None or self.central is not None and self.central.serves
+        if not planning or self.offset is None or not self.planner.names:
             return ()
         return self._revisits(now, self._site_time(now))
 
+    def _to_server(self, user: str, url: str, now: float, kind: str, times: list[float]) -> list[Revisit]:
+        """Centralized: an answer goes to the server, which judges it (here, on agent 0)."""
+        assert self.central is not None
+        if self.offset is None:
+            return []  # no clock yet: nothing to tell the time of
+        report = Report(user, url, self._site_time(now), times, kind, self.offset)
+        if self.central.serves:
+            return self._serve(self.central.me, report, now)
+        self.central.report(report)
+        return []
+
+    def _serve(self, sender: int, report: Report, now: float) -> list[Revisit]:
+        assert self.central is not None
+        self.central.reported(report.user, sender)
+        if self.offset is None:
+            self.offset = report.offset
+        return self._judge(report.user, report.url, now, report.kind, report.times)
+
     def messages(self, now: float) -> Sequence[tuple[int, bytes]]:
+        if self.central is not None:
+            return self.central.take_messages()
         sharing = self.sharing
         if sharing is None:
             return ()
@@ -244,6 +298,8 @@ class FreshnessPolicy(CrawlPolicy):
         return sharing.take_messages()
 
     def on_message(self, sender: int, message: bytes, now: float) -> Iterable[Revisit]:
+        if self.central is not None:
+            return self._central_message(sender, message, now)
         sharing = self.sharing
         if sharing is None:
             return ()
@@ -269,6 +325,17 @@ class FreshnessPolicy(CrawlPolicy):
         self.planner.crawled(user, state.crawled_at, [t for t in state.posts if t > newest], state.overflow)
         return self._revisits(now, site_now)
 
+    def _central_message(self, sender: int, data: bytes, now: float) -> list[Revisit]:
+        assert self.central is not None
+        try:
+            message = decode_central(data)
+        except ValueError:
+            self.calls["unreadable_message"] += 1
+            return []
+        if isinstance(message, Dispatch):
+            return [Revisit(message.url, now)]
+        return self._serve(sender, message, now) if self.central.serves else []
+
     def _calls_a_day(self, now: float) -> dict[str, float]:
         """The calls each user this agent plans (and keeps) is predicted to need over the next site day."""
         assert self.sharing is not None
@@ -288,14 +355,14 @@ class FreshnessPolicy(CrawlPolicy):
 
     def state(self) -> bytes:
         return pickle.dumps((self.planner, self.offset, self.newest, self.url, self.pending, self.calls,
-                             self.sharing, self.recent, self.period_start))
+                             self.sharing, self.recent, self.period_start, self.central))
 
     def restore(self, state: bytes) -> None:
         if state:
             (self.planner, self.offset, self.newest, self.url, self.pending, self.calls,
              *sharing) = pickle.loads(state)
             if sharing:  # a checkpoint from before the several-agent split has none
-                self.sharing, self.recent, self.period_start = sharing
+                self.sharing, self.recent, self.period_start, self.central = sharing
 
     def counters(self) -> Mapping[str, Mapping[str, int]]:
         classes = self.planner.statistics().classes if self.planner.names else {}
@@ -303,4 +370,6 @@ class FreshnessPolicy(CrawlPolicy):
         if self.sharing is not None:
             counters["users"] = {"owned": len(self.sharing.mine()), "moved_in": self.sharing.moved_in,
                                  "moved_out": self.sharing.moved_out}
+        if self.central is not None and self.central.serves:
+            counters["dispatched"] = {str(agent): n for agent, n in sorted(self.central.dispatched.items())}
         return counters
