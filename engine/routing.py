@@ -149,6 +149,8 @@ class LinkRouter:
     def flush(self) -> None:
         if self.outbox is not None:
             self.outbox.flush()
+        if self.mail_out is not None:
+            self.mail_out.flush()
 
     def read_positions(self) -> dict[int, Position]:
         return self.inbox.positions() if self.inbox is not None else {}
@@ -157,10 +159,16 @@ class LinkRouter:
         if self.inbox is not None:
             self.inbox.committed(positions)
 
-    def resume_reading(self, positions: dict[int, Position]) -> None:
-        """Read the spools from a checkpoint's positions."""
+    def mail_positions(self) -> dict[int, Position]:
+        """Where the policy's messages have been read to (its state in the same checkpoint has read them)."""
+        return self.mail_in.positions() if self.mail_in is not None else {}
+
+    def resume_reading(self, positions: dict[int, Position], mail: dict[int, Position]) -> None:
+        """Read the spools (links, the policy's messages) from a checkpoint's positions."""
         if self.inbox is not None:
             self.inbox = Inbox(self.links, self.index, self.agents, positions)
+        if self.mail_in is not None:
+            self.mail_in = Inbox(self.links.parent / "policy", self.index, self.agents, mail)
 
     def status(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
         """(spool ends written, read positions), keyed by the other agent, for the supervisor's end check."""
