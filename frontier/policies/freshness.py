@@ -368,8 +368,11 @@ class FreshnessPolicy(CrawlPolicy):
         classes = self.planner.statistics().classes if self.planner.names else {}
         counters = {"calls": dict(self.calls), "users_by_class": {str(c): n for c, n in classes.items()}}
         if self.sharing is not None:
-            counters["users"] = {"owned": len(self.sharing.mine()), "moved_in": self.sharing.moved_in,
+            mine = self.sharing.mine()
+            counters["users"] = {"owned": len(mine), "moved_in": self.sharing.moved_in,
                                  "moved_out": self.sharing.moved_out}
+            if self.planner.names:  # the agents' counters are added up: each counts its own users
+                counters["users_by_class"] = dict(Counter(str(int(self.planner.user_class(u))) for u in mine))
         if self.central is not None and self.central.serves:
             counters["dispatched"] = {str(agent): n for agent, n in sorted(self.central.dispatched.items())}
         return counters
