@@ -78,6 +78,7 @@ class Agent:
         filters = PhaseFilters.from_config(config.filters)
         crew = self.crew = Crew(config, build_frontier(config, self.home / "frontier", all_seeds, filters),
                                 Counters(), filters)
+        crew.frontier.policy.join(index, agents)  # before the router asks it who owns a URL
         self.router = LinkRouter(crew, self.out / "links", index, agents)
         self.seeds = self.router.mine(all_seeds)
         self.fetcher = fetcher or make_fetcher(ClientSettings.from_config(config.network, config.engine.user_agent),

@@ -54,6 +54,7 @@ class Checkpointer:
             "stats": self.crew.stats.as_dict(),
             "warc": warc_sizes(self.warc, self.prefix),
             "inbox": {str(k): list(v) for k, v in read.items()},
+            "policy_inbox": {str(k): list(v) for k, v in self.router.mail_positions().items()},
             "skip": sorted(self.fetchers.skip),  # stored after an earlier checkpoint, maybe still queued in this one
         }
         self.crew.frontier.checkpoint(started, extra)
@@ -85,7 +86,8 @@ class Checkpointer:
         if extra:
             crew.stats.restore(extra["stats"])
             skip.update(extra.get("skip", ()))
-            self.router.resume_reading({int(k): (v[0], v[1]) for k, v in extra["inbox"].items()})
+            self.router.resume_reading({int(k): (v[0], v[1]) for k, v in extra["inbox"].items()},
+                                       {int(k): (v[0], v[1]) for k, v in extra.get("policy_inbox", {}).items()})
         if not extra and not warc_sizes(self.warc, self.prefix):
             return
         pages = 0

@@ -147,6 +147,7 @@ def make_config(args: argparse.Namespace) -> Config:
 
 
 def run(args: argparse.Namespace) -> int:
+    from engine.credentials import check_spread
     from engine.supervisor import CrawlFolderError, prepare_folder, supervise
 
     try:
@@ -154,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         seeds = list(config.engine.seeds) + (read_seeds(args.seeds) if args.seeds else [])
         config.store.dir = str(config.out_dir.resolve())
         agents, resuming = prepare_folder(config.out_dir, config.engine.processes, args.resume)
+        check_spread(config.credentials, agents)
     except ConfigError as e:
         sys.stderr.write(f"crawl: config error: {e}\n")
         return 2

@@ -181,6 +181,7 @@ class CredentialConfig:
     calls_per_hour: float = _doc(0.0, "fetches it may make per hour, refilled continuously (required, > 0)")
     burst: int = _doc(1, "fetches it may make back to back after an idle spell (the token bucket's size)")
     hosts: list[str] = _doc([], "the host names it is for, without port (required)")
+    spread: bool = _doc(False, "with several agents, deal the credentials of its hosts one to each agent, and let the crawl policy say which agent fetches each URL of them (--policy freshness: its users), instead of one agent for all")
 
 
 def parse_credentials(value: Any, source: str) -> list[CredentialConfig]:

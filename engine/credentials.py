@@ -15,6 +15,14 @@ share a host form a group (connected through their hosts), the groups go to the 
 turn in the order of the configuration, and the hosts of a group are owned by its agent
 (:func:`pinned_hosts`, which ``engine/routing.py`` consults before the hash ring).
 
+A group whose credentials say ``spread = true`` is dealt instead: its j-th credential goes to
+agent ``j mod agents``, so each agent has its own budget for the group's hosts (a token's limit
+still holds, its calls all made by one process), and the hosts are not pinned: the crawl
+policy says which agent fetches each URL (``CrawlPolicy.owner``; ``--policy freshness`` splits
+its users), the hash ring the others. :func:`check_spread` refuses a spread group with fewer
+credentials than agents (an agent without one would call the API with no token) or whose
+members disagree.
+
 Reads no clock: ``now`` is monotonic seconds passed in. The fetchers own this object.
 """
 
@@ -23,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine.config import CredentialConfig
+from engine.config import ConfigError, CredentialConfig
 
 
 # Refilling up to ``ready_at`` can land a rounding error short of a whole call (0.9999999999999999);
@@ -85,7 +93,9 @@ class Credentials:
         groups = credential_groups(configs)
         self.by_host: dict[str, list[Credential]] = {}
         for number, group in enumerate(groups):
-            if number % agents != index:
+            if group[0].spread:
+                group = group[index::agents]  # dealt, one to each agent in turn
+            elif number % agents != index:
                 continue
             for config in group:
                 credential = Credential(config.name, config.token, config.calls_per_hour / 3600.0, config.burst)
@@ -135,6 +145,21 @@ def credential_groups(configs: Sequence[CredentialConfig]) -> list[list[Credenti
 
 
 def pinned_hosts(configs: Sequence[CredentialConfig], agents: int) -> dict[str, int]:
-    """The agent that owns each credential's host: its group's (see the module docstring)."""
+    """The agent that owns each credential's host: its group's (see the module docstring); a spread
+    group's hosts are not pinned."""
     return {host: number % agents for number, group in enumerate(credential_groups(configs))
-            for config in group for host in config.hosts}
+            if not group[0].spread for config in group for host in config.hosts}
+
+
+def check_spread(configs: Sequence[CredentialConfig], agents: int) -> None:
+    """ConfigError unless every spread group agrees on ``spread`` and, with several agents, has a
+    credential for each."""
+    for group in credential_groups(configs):
+        if len({config.spread for config in group}) > 1:
+            i = next(configs.index(c) for c in group if c.spread != group[0].spread)
+            raise ConfigError(f"credentials[{i}].spread", f"credentials sharing a host must all spread or none: "
+                                                          f"{', '.join(repr(c.name) for c in group)} share one")
+        if group[0].spread and agents > 1 and len(group) < agents:
+            raise ConfigError(f"credentials[{configs.index(group[0])}].spread",
+                              f"{len(group)} credential(s) for {', '.join(group[0].hosts)} cannot be dealt to "
+                              f"{agents} agents: give one per agent")

@@ -18,7 +18,11 @@ polls its spools and reads the complete frames past its position. Why files, not
   of each spool are plain numbers; when they are equal everywhere and every agent is idle,
   the crawl is over.
 
-A frame is ``u32 length | u32 crc32 | payload``, the payload ``orjson([parent, [links]])``, or
+The crawl policy's messages to other agents (``CrawlPolicy.messages``: the freshness policy's
+user moves) travel the same way in spools of their own, ``policy/SSS-RRR/``, one frame per
+message (:meth:`Outbox.send`, :meth:`Inbox.payloads`).
+
+A frame is ``u32 length | u32 crc32 | payload``, a link frame's payload ``orjson([parent, [links]])``, or
 ``orjson([parent, [links], [[tag, tag path, anchor text], ...]])`` when the crawl policy wants
 link contexts (``frontier/page.py: LinkContext``): a policy on the receiving agent judges the
 link as one on the sending agent would.
@@ -58,9 +62,9 @@ def _segments(folder: Path) -> list[int]:
     return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) if folder.exists() else []
 
 
-def _frames(data: bytes) -> tuple[list[Batch], int]:
-    """The complete, intact frames at the start of ``data``, and the bytes they span."""
-    records: list[Batch] = []
+def _frames(data: bytes) -> tuple[list[bytes], int]:
+    """The payloads of the complete, intact frames at the start of ``data``, and the bytes they span."""
+    records: list[bytes] = []
     pos, end = 0, len(data)
     while pos + FRAME.size <= end:
         length, crc = FRAME.unpack_from(data, pos)
@@ -70,10 +74,14 @@ def _frames(data: bytes) -> tuple[list[Batch], int]:
         payload = data[pos + FRAME.size : stop]
         if zlib.crc32(payload) != crc:
             break  # a torn tail its sender will cut when it restarts
-        parent, links, *contexts = orjson.loads(payload)
-        records.append((parent, links, [LinkContext(*c) for c in contexts[0]] if contexts else None))
+        records.append(payload)
         pos = stop
     return records, pos
+
+
+def _batch(payload: bytes) -> Batch:
+    parent, links, *contexts = orjson.loads(payload)
+    return parent, links, [LinkContext(*c) for c in contexts[0]] if contexts else None
 
 
 class Outbox:
@@ -111,9 +119,13 @@ class Outbox:
             payload = orjson.dumps((parent, links))
         else:
             payload = orjson.dumps((parent, links, [(c.tag, c.tag_path, c.anchor_text) for c in contexts]))
+        self.links_sent += len(links)
+        self.send(receiver, payload)
+
+    def send(self, receiver: int, payload: bytes) -> None:
+        """Buffer one frame of any ``payload`` for ``receiver`` (the policy's messages use this)."""
         self._buffers.setdefault(receiver, []).append(FRAME.pack(len(payload), zlib.crc32(payload)) + payload)
         self._buffered[receiver] = self._buffered.get(receiver, 0) + FRAME.size + len(payload)
-        self.links_sent += len(links)
         if self._buffered[receiver] >= self.buffer_bytes:
             self._write(receiver)
 
@@ -170,8 +182,14 @@ class Inbox:
         self.links_received = 0
 
     def poll(self, max_bytes: int = READ_CHUNK) -> list[Batch]:
-        """Every complete frame past the read positions (up to about ``max_bytes`` per sender)."""
-        out: list[Batch] = []
+        """Every complete batch of links past the read positions (up to about ``max_bytes`` per sender)."""
+        out = [_batch(payload) for _, payload in self.payloads(max_bytes)]
+        self.links_received += sum(len(links) for _, links, _ in out)
+        return out
+
+    def payloads(self, max_bytes: int = READ_CHUNK) -> list[tuple[int, bytes]]:
+        """(sender, payload) of every complete frame past the read positions (about ``max_bytes`` per sender)."""
+        out: list[tuple[int, bytes]] = []
         for sender, folder in self._folders.items():
             segment, offset = self._positions[sender]
             while True:
@@ -183,7 +201,7 @@ class Inbox:
                 except FileNotFoundError:
                     data = b""
                 records, used = _frames(data)
-                out += records
+                out += [(sender, r) for r in records]
                 offset += used
                 if used < len(data) or used == max_bytes:
                     break  # a partial frame being written, or more to read next time
@@ -193,10 +211,9 @@ class Inbox:
                 with open(path, "rb") as f:
                     f.seek(offset)
                     records, used = _frames(f.read())
-                out += records
+                out += [(sender, r) for r in records]
                 segment, offset = segment + 1, 0
             self._positions[sender] = (segment, offset)
-        self.links_received += sum(len(links) for _, links, _ in out)
         return out
 
     def positions(self) -> dict[int, Position]:

@@ -3,13 +3,17 @@
 Reads the follow filter (``filters.follow``), the consistent-hash ring
 (``engine/ownership.py``) and the hosts ``[[credentials]]`` pin to an agent (``engine/credentials.py``); writes the frontier (``discover``, ``drop``) and, with several
 agents, the link spools (``engine/link_exchange.py``), links and their contexts together.
-The exchange task writes the buffered links out every few tens of milliseconds and takes in
-those the other agents sent. Never fetches, never touches the workbench.
+A policy that answers ``owner(url)`` (``frontier/policy.py``) decides the agent of each URL it
+knows before the host does, and a policy that sends ``messages`` gets spools of its own
+(``OUT/policy/``). The exchange task writes the buffered links and messages out every few
+tens of milliseconds and takes in those the other agents sent. Never fetches, never touches
+the workbench.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,7 +22,8 @@ from engine.crew import Crew
 from engine.link_exchange import Inbox, Outbox, Position
 from engine.ownership import HashRing
 from frontier.page import LinkContext
-from frontier.urls import host_of, split
+from frontier.policy import CrawlPolicy
+from frontier.urls import host_of
 
 EXCHANGE_PERIOD = 0.05  # seconds: spools are files, nothing to wait on
 
@@ -31,6 +36,12 @@ class LinkRouter:
         self.index, self.agents = index, agents
         self.ring = HashRing(agents)
         self.pinned = pinned_hosts(crew.config.credentials, agents)  # a credential's hosts go with it
+        policy = crew.frontier.policy
+        hooks = type(policy)  # a policy's hook is asked only when it overrides the default
+        self.url_owner = policy.owner if hooks.owner is not CrawlPolicy.owner and agents > 1 else None
+        talks = hooks.messages is not CrawlPolicy.messages and agents > 1
+        self.mail_out = Outbox(links.parent / "policy", index, agents) if talks else None
+        self.mail_in = Inbox(links.parent / "policy", index, agents) if talks else None
         self._owners: dict[str, int] = {}
         self.links = links
         self.outbox = Outbox(links, index, agents) if agents > 1 else None
@@ -46,9 +57,17 @@ class LinkRouter:
             owner = self._owners[scheme_authority] = self.ring.owner(host) if pinned is None else pinned
         return owner
 
+    def owner_of(self, url: str) -> int:
+        """The agent of ``url``: the policy's if it says, else its host's."""
+        who = self.url_owner(url) if self.url_owner is not None else None
+        if who is None:
+            slash = url.find("/", 8)
+            who = self.owner(url if slash < 0 else url[:slash])
+        return who
+
     def mine(self, urls: Sequence[str]) -> list[str]:
-        """The URLs whose host this agent owns."""
-        return [u for u in urls if self.owner(split(u)[0]) == self.index]
+        """The URLs this agent owns."""
+        return [u for u in urls if self.owner_of(u) == self.index]
 
     def discover(self, links: Sequence[str], parent: str | None, contexts: Sequence[LinkContext] | None) -> None:
         """Links of this agent's hosts go to its frontier, the others to their owners' spools."""
@@ -74,8 +93,11 @@ class LinkRouter:
         theirs: dict[int, tuple[list[str], list[LinkContext] | None]] = {}
         me, owner = self.index, self.owner
         for i, url in enumerate(links):
-            slash = url.find("/", 8)
-            who = owner(url if slash < 0 else url[:slash])
+            if self.url_owner is not None:
+                who = self.owner_of(url)
+            else:  # the hot path: by host alone
+                slash = url.find("/", 8)
+                who = owner(url if slash < 0 else url[:slash])
             if who == me:
                 mine.append(url)
                 if my_contexts is not None and contexts is not None:
@@ -90,7 +112,8 @@ class LinkRouter:
         return mine, my_contexts
 
     async def exchange(self) -> None:
-        """Send buffered links to their owners and take in the links sent here, until the agent stops."""
+        """Send buffered links (and the policy's messages) to their owners and take in those sent here,
+        until the agent stops."""
         assert self.outbox is not None and self.inbox is not None
         crew = self.crew
         while not crew.stopping:
@@ -98,9 +121,23 @@ class LinkRouter:
             received = False
             for parent, links, contexts in self.inbox.poll():
                 received |= bool(crew.frontier.discover(links, parent, contexts))
+            if self.mail_out is not None and self.mail_in is not None:
+                received |= self._mail(time.monotonic())
             if received:
                 crew.distributor_alarm.fire()
             await asyncio.sleep(EXCHANGE_PERIOD)
+
+    def _mail(self, now: float) -> bool:
+        """Send the policy's messages, hand it those sent here and tick its timer; True if revisits came of it."""
+        assert self.mail_out is not None and self.mail_in is not None
+        policy = self.crew.frontier.policy
+        for receiver, message in policy.messages(now):
+            self.mail_out.send(receiver, message)
+        self.mail_out.flush()
+        revisits = [r for sender, message in self.mail_in.payloads() for r in policy.on_message(sender, message, now)]
+        revisits += policy.tick(now)
+        self.crew.frontier.add_revisits(revisits)
+        return bool(revisits)
 
     # -- what the checkpoint, the status and the end-of-crawl check need -----------------------------
 
@@ -112,6 +149,8 @@ class LinkRouter:
     def flush(self) -> None:
         if self.outbox is not None:
             self.outbox.flush()
+        if self.mail_out is not None:
+            self.mail_out.flush()
 
     def read_positions(self) -> dict[int, Position]:
         return self.inbox.positions() if self.inbox is not None else {}
@@ -120,10 +159,16 @@ class LinkRouter:
         if self.inbox is not None:
             self.inbox.committed(positions)
 
-    def resume_reading(self, positions: dict[int, Position]) -> None:
-        """Read the spools from a checkpoint's positions."""
+    def mail_positions(self) -> dict[int, Position]:
+        """Where the policy's messages have been read to (its state in the same checkpoint has read them)."""
+        return self.mail_in.positions() if self.mail_in is not None else {}
+
+    def resume_reading(self, positions: dict[int, Position], mail: dict[int, Position]) -> None:
+        """Read the spools (links, the policy's messages) from a checkpoint's positions."""
         if self.inbox is not None:
             self.inbox = Inbox(self.links, self.index, self.agents, positions)
+        if self.mail_in is not None:
+            self.mail_in = Inbox(self.links.parent / "policy", self.index, self.agents, mail)
 
     def status(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
         """(spool ends written, read positions), keyed by the other agent, for the supervisor's end check."""
@@ -134,6 +179,8 @@ class LinkRouter:
     def close(self) -> None:
         if self.outbox is not None:
             self.outbox.close()
+        if self.mail_out is not None:
+            self.mail_out.close()
 
     @property
     def sent(self) -> int:

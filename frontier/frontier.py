@@ -15,7 +15,7 @@ methods and nothing else (it reads visit states, it never writes them):
 * robots.txt: ``robots_url``, ``robots_redirected``, ``robots_failed``, ``robots_fetched``;
 * outcomes: ``succeeded``, ``failed`` (retries with a doubling back-off, then the policy's
   ``on_failed``), ``fetched`` (the policy's ``on_fetched``; the revisits both return are
-  scheduled), ``fetcher_waited``;
+  scheduled), ``add_revisits`` (those a policy's message or timer asks for), ``fetcher_waited``;
 * the host quality filter (``frontier/quality.py``, off unless given): ``quality_wants``,
   ``quality_page`` (a host scored at or above the threshold is stopped: purged, and its later
   links dropped as "quality"; or deprioritized: fetched at most every ``quality_delay``);
@@ -568,7 +568,7 @@ class Frontier:
             else:
                 self.drops["fetch_failed"] += 1
             self.release(vs, end)
-        self._schedule(self.policy.on_failed(url, error, end, final))
+        self.add_revisits(self.policy.on_failed(url, error, end, final))
 
     def _back_off(self, vs: VisitState, end: float, backoff: float, *, retry: bytes | None = None) -> bool:
         """Count a failed fetch of ``vs``. While retries are left, release it for another try after
@@ -593,7 +593,7 @@ class Frontier:
     def fetched(self, page: FetchedPage, now: float, validators: bytes = b"") -> None:
         """Show a response of a page URL (any status) to the policy, before its links are offered (only when
         :attr:`wants_pages`), and schedule the revisits it asks for (one of its own URL carries ``validators``)."""
-        self._schedule(self.policy.on_fetched(page, now), page.url, validators)
+        self.add_revisits(self.policy.on_fetched(page, now), page.url, validators)
 
     def deferred(self, vs: VisitState, end: float, wait: float) -> None:
         """A 429: the URL out goes first again (validators kept) after ``wait`` seconds from ``end``; no failure."""
@@ -601,7 +601,7 @@ class Frontier:
         self.retrying += 1
         self.release(vs, end, host_next=end + max(vs.host_delay, wait))
 
-    def _schedule(self, revisits: Iterable[Revisit], url: str = "", validators: bytes = b"") -> None:
+    def add_revisits(self, revisits: Iterable[Revisit], url: str = "", validators: bytes = b"") -> None:
         for revisit in revisits:
             self.revisits.add(attach(revisit.url.encode(), validators if revisit.url == url else b""), revisit.at)
 

@@ -63,6 +63,19 @@ politeness, robots.txt, the sieve's exactly-once guarantee and scope are enforce
    ``/metrics`` as ``crawl_policy_<name>`` (``engine/metrics.py``). Counters that should
    survive a resume belong in ``state()`` too. Default: none.
 
+8. ``join(agent, agents)``: the crawl runs ``agents`` agents and this policy is agent
+   ``agent``'s; called once, before ``restore``. Default: nothing (every agent's policy then
+   works alone, on the URLs the host hash gives its agent).
+9. ``owner(url) -> int | None``, only asked when overridden, for every link and seed of a
+   several-agent crawl: the agent that must fetch ``url``; None routes it by its host (the
+   hash ring, or the agent a ``[[credentials]]`` group is pinned to). A policy that splits one
+   host's URLs over agents (``frontier/policies/freshness.py``: users of one API) answers here.
+10. ``messages(now) -> [(agent, bytes)]``, asked every few tens of milliseconds in a
+   several-agent crawl when overridden: messages to other agents, delivered in order to their
+   ``on_message(sender, message, now) -> Iterable[Revisit]`` (the engine carries them in spool
+   files, ``engine/link_exchange.py``). ``tick(now) -> Iterable[Revisit]`` is asked with it:
+   the policy's timer, for revisits it could not ask for at a fetch.
+
 A :class:`Revisit` asks for ``url`` to be fetched again at ``at``, a time on the frontier's
 clock: the ``now`` the hooks receive (monotonic seconds; never the page's ``fetched_at``,
 which is wall-clock). It bypasses the sieve (which would drop a seen URL) and, once due,
@@ -84,7 +97,7 @@ import importlib
 import importlib.metadata
 import pkgutil
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -163,6 +176,21 @@ class CrawlPolicy:
 
     def counters(self) -> Mapping[str, Mapping[str, int]]:
         return {}
+
+    def join(self, agent: int, agents: int) -> None:
+        pass
+
+    def owner(self, url: str) -> int | None:
+        return None
+
+    def messages(self, now: float) -> Sequence[tuple[int, bytes]]:
+        return ()
+
+    def on_message(self, sender: int, message: bytes, now: float) -> Iterable[Revisit]:
+        return ()
+
+    def tick(self, now: float) -> Iterable[Revisit]:
+        return ()
 
 
 # -- the registry ------------------------------------------------------------------------

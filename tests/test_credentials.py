@@ -12,7 +12,7 @@ from hypothesis import given
 
 from engine import config as configuration
 from engine.config import ConfigError, CredentialConfig
-from engine.credentials import Credential, Credentials, credential_groups, pinned_hosts
+from engine.credentials import Credential, Credentials, check_spread, credential_groups, pinned_hosts
 from engine.errors import TOO_MANY_REQUESTS_WAIT, retry_after
 
 
@@ -50,6 +50,26 @@ def test_a_host_takes_the_first_credential_with_a_call_and_waits_when_none_has_o
     assert got is first and credentials.take("api.test", 2.5)[0] is first
     assert credentials.take("api.test", 2.6) == (None, 3.5)
     assert credentials.statistics() == {"a": {"calls": 3, "refused": 0}, "b": {"calls": 1, "refused": 1}}
+
+
+def test_spread_credentials_are_dealt_one_to_each_agent_and_their_host_is_not_pinned() -> None:
+    def spread(name: str, hosts: list[str]) -> CredentialConfig:
+        config = credential(name, hosts)
+        config.spread = True
+        return config
+
+    configs = [spread("a", ["api.test"]), credential("x", ["x.test"]), spread("b", ["api.test"]),
+               spread("c", ["api.test"])]
+    assert pinned_hosts(configs, 2) == {"x.test": 1}, "the group of a, b and c is first, x.test second"
+    held = [Credentials(configs, i, 2).by_host for i in range(2)]
+    assert [[c.name for c in h["api.test"]] for h in held] == [["a", "c"], ["b"]]
+    assert "x.test" in held[1] and "x.test" not in held[0]
+    check_spread(configs, 3)
+    with pytest.raises(ConfigError, match=r"credentials\[0\]\.spread: 3 credential\(s\) for api.test cannot be dealt to 4"):
+        check_spread(configs, 4)
+    with pytest.raises(ConfigError, match=r"credentials\[1\]\.spread: credentials sharing a host must all spread"):
+        check_spread([spread("a", ["api.test"]), credential("b", ["api.test"])], 2)
+    check_spread([spread("a", ["api.test"])], 1)  # one agent: nothing to deal
 
 
 def test_credentials_sharing_a_host_go_to_one_agent_which_owns_their_hosts() -> None:

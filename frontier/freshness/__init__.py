@@ -15,7 +15,10 @@ clock or does I/O. What each module holds:
 - :mod:`~frontier.freshness.due`: the due-time queue the planners share;
 - :mod:`~frontier.freshness.partition` and :mod:`~frontier.freshness.architectures`: splitting
   the work over agents (the organ pipe's RR split, set division, the centralized and the
-  distributed architectures).
+  distributed architectures);
+- :mod:`~frontier.freshness.sharing` and :mod:`~frontier.freshness.central`: a live recrawl over
+  agents, distributed (the position split, rounds of loads, user moves as messages) or
+  centralized (agent 0 plans, crawls go to the shortest to-do list, answers come back).
 
 A user's life: ``begin`` routes it from its history to Poisson or Hash; a Poisson user gets one
 due time per period on the organ pipe, a Hash user a due time from its tables; ``take`` hands out
