@@ -1,7 +1,7 @@
-"""The recrawl over several simulated agents (issue 15, E-6/E-7's driver): each agent's credential
+"""The recrawl over several simulated agents (issue 15, the driver of E-6/E-7: `bench/freshness_scaling.py`): each agent's credential
 keeps its own limit, a distributed agent calls only the users it owns, the centralized dispatcher
-keeps the agents' calls of each hour within one of each other, one agent is the one-agent
-simulator, and the position split follows the history."""
+keeps the agents' calls of each hour within one of each other, and one agent is the one-agent
+simulator."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from bench import freshness_eval, freshness_scaling
-from bench.freshness.agents import position_split, simulate_agents
+from bench.freshness.agents import simulate_agents
 from bench.freshness.baselines import RoundRobin
 from bench.freshness.metrics import measure
 from bench.freshness.simulator import Limits, simulate
@@ -58,17 +58,6 @@ def test_one_agent_is_the_one_agent_simulator(architecture: str) -> None:
     alone = measure(simulate(paper_planner(params), TRACE, START, END, TIGHT))[0]
     result = simulate_agents(lambda: paper_planner(params), TRACE, START, END, TIGHT, 1, architecture)
     assert measure(result.run)[0] == alone and alone.crawls > 0
-
-
-def test_position_split_spreads_heavy_users_by_calls_and_light_ones_over_the_organ_pipe() -> None:
-    day = lambda n: [START - 14 * DAY + i * 14 * DAY / n for i in range(n)] if n else []  # noqa: E731
-    history = {"h1": day(14 * 40), "h2": day(14 * 20), "h3": day(14 * 20), "a": day(1), "b": day(2), "c": day(3),
-               "d": day(4), "e": day(0)}
-    owners = position_split(history, list(history), 2, START, 10 * DAY, per_crawl=100)
-    # heavy (≥ 1 a day), largest predicted calls first to the least loaded agent: h1 alone, h2 and h3 together
-    assert owners["h1"] != owners["h2"] == owners["h3"]
-    # light by rate e < a < b < c < d, organ pipe e b d c a: positions alternate between the agents
-    assert [owners[u] for u in "ebdca"] == [0, 1, 0, 1, 0]
 
 
 def test_the_scaling_benchmark_writes_its_checks(tmp_path) -> None:  # type: ignore[no-untyped-def]

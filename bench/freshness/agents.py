@@ -4,7 +4,8 @@ Role: the multi-agent driver of the simulator (``simulator.py`` is the one-agent
 has ``per_hour`` calls in each clock hour (its own token); what any call archives is archived for
 all (one archive). Two architectures, as :mod:`frontier.freshness.architectures` defines them:
 
-- **distributed**: each agent owns users from the position split (:func:`position_split`) and
+- **distributed**: each agent owns users from the position split (the live crawl's
+  :func:`~frontier.freshness.sharing.position_split`, Hash users at c = C) and
   plans them with a planner of its own; the granularity of balance is one user;
 - **centralized**: one planner plans every user with the calls of all credentials, and each crawl
   goes to the client with the shortest to-do list, the calls it was handed in the current hour
@@ -27,11 +28,10 @@ from dataclasses import dataclass
 from bench.freshness.api import EmulatedApi
 from bench.freshness.simulator import Limits, Run
 from bench.freshness.trace import Trace
-from frontier.freshness.calendar import DAY
-from frontier.freshness.architectures import CentralizedDispatcher, initial_owners
+from frontier.freshness.architectures import CentralizedDispatcher
 from frontier.freshness.planner import Planner
-from frontier.freshness.poisson import organ_pipe
 from frontier.freshness.routing import RoutingParams
+from frontier.freshness.sharing import position_split
 
 ARCHITECTURES = ("distributed", "centralized")
 HOUR = 3600.0
@@ -60,19 +60,6 @@ class AgentsRun:
         return messages
 
 
-def position_split(history: Mapping[str, Sequence[float]], users: Sequence[str], agents: int, start: float,
-                   period: float, per_crawl: int, routing: RoutingParams = RoutingParams()) -> dict[str, int]:
-    """The digest's position split from what the history shows: users posting at least the Hash
-    rate a day over the routing window before ``start`` go, largest predicted calls first (the
-    posts expected in ``period`` seconds ÷ ``per_crawl``), to the least loaded agent; the others
-    RR over the organ pipe of their rates."""
-    since = start - routing.window_days * DAY
-    rate = {u: sum(1 for t in history.get(u, ()) if since <= t < start) / routing.window_days for u in users}
-    heavy = {u: rate[u] * period / DAY / per_crawl for u in users if rate[u] >= routing.hash_rate}
-    light = sorted((u for u in users if u not in heavy), key=lambda u: (rate[u], u))
-    return initial_owners([light[i] for i in organ_pipe(range(len(light)))], heavy, agents)
-
-
 def simulate_agents(factory: Callable[[], Planner], trace: Trace, start: float, end: float, limits: Limits,
                     agents: int, architecture: str, seed: int = 0) -> AgentsRun:
     """``agents`` credentials over ``trace`` in [start, end), planned by ``factory``'s planners."""
@@ -87,7 +74,7 @@ def simulate_agents(factory: Callable[[], Planner], trace: Trace, start: float, 
         planner.begin(trace.users, history, start, end)
         _centralized(planner, api, agents, start, end, seed)
         return AgentsRun(Run(api, start, end), {}, agents)
-    owners = position_split(history, trace.users, agents, start, end - start, limits.per_crawl)
+    owners = position_split(trace.users, history, agents, RoutingParams(), threshold=limits.per_crawl)
     planners = [factory() for _ in range(agents)]
     for a, planner in enumerate(planners):
         mine = [u for u in trace.users if owners[u] == a]
