@@ -140,6 +140,8 @@ class Agent:
         ]
         if self.router.outbox is not None:
             helpers.append(asyncio.create_task(crew.until_full(self.router.exchange())))
+        elif self.router.ticks_alone:
+            helpers.append(asyncio.create_task(crew.until_full(self.router.tick())))
         if self.channel is not None:
             helpers.append(asyncio.create_task(crew.until_full(self.channel.run())))
         elif config.engine.max_seconds:
@@ -192,7 +194,7 @@ class Agent:
     def idle(self) -> bool:
         """Nothing to do here: no fetch, DNS lookup, queued URL or unsent link (others may still send some)."""
         return (self.fetchers.in_flight == 0 and self.resolvers.pending == 0 and not len(self.todo)
-                and self.crew.frontier.idle() and not self.router.pending)
+                and self.crew.frontier.idle() and not self.router.pending and not self.crew.frontier.policy.busy())
 
     def status(self) -> AgentStatus:
         """What the supervisor aggregates (progress, end-of-crawl check, control API)."""

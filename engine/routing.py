@@ -42,6 +42,7 @@ class LinkRouter:
         talks = hooks.messages is not CrawlPolicy.messages and agents > 1
         self.mail_out = Outbox(links.parent / "policy", index, agents) if talks else None
         self.mail_in = Inbox(links.parent / "policy", index, agents) if talks else None
+        self.ticks_alone = hooks.tick is not CrawlPolicy.tick and agents == 1  # several agents tick in the exchange
         self._owners: dict[str, int] = {}
         self.links = links
         self.outbox = Outbox(links, index, agents) if agents > 1 else None
@@ -124,6 +125,16 @@ class LinkRouter:
             if self.mail_out is not None and self.mail_in is not None:
                 received |= self._mail(time.monotonic())
             if received:
+                crew.distributor_alarm.fire()
+            await asyncio.sleep(EXCHANGE_PERIOD)
+
+    async def tick(self) -> None:
+        """A one-agent crawl's policy timer (with several agents, the exchange ticks it), until the agent stops."""
+        crew = self.crew
+        while not crew.stopping:
+            revisits = list(crew.frontier.policy.tick(time.monotonic()))
+            if revisits:
+                crew.frontier.add_revisits(revisits)
                 crew.distributor_alarm.fire()
             await asyncio.sleep(EXCHANGE_PERIOD)
 

@@ -73,8 +73,11 @@ politeness, robots.txt, the sieve's exactly-once guarantee and scope are enforce
 10. ``messages(now) -> [(agent, bytes)]``, asked every few tens of milliseconds in a
    several-agent crawl when overridden: messages to other agents, delivered in order to their
    ``on_message(sender, message, now) -> Iterable[Revisit]`` (the engine carries them in spool
-   files, ``engine/link_exchange.py``). ``tick(now) -> Iterable[Revisit]`` is asked with it:
-   the policy's timer, for revisits it could not ask for at a fetch.
+   files, ``engine/link_exchange.py``). ``tick(now) -> Iterable[Revisit]`` is asked with it
+   (and, when overridden, on the same period in a one-agent crawl): the policy's timer, for
+   revisits it could not ask for at a fetch.
+11. ``busy() -> bool``: True while the policy holds back revisits it will ask for at a later
+   tick; an agent whose policy is busy is not idle, so the crawl does not end. Default: False.
 
 A :class:`Revisit` asks for ``url`` to be fetched again at ``at``, a time on the frontier's
 clock: the ``now`` the hooks receive (monotonic seconds; never the page's ``fetched_at``,
@@ -191,6 +194,9 @@ class CrawlPolicy:
 
     def tick(self, now: float) -> Iterable[Revisit]:
         return ()
+
+    def busy(self) -> bool:
+        return False
 
 
 # -- the registry ------------------------------------------------------------------------

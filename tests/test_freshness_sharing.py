@@ -204,3 +204,21 @@ def test_centralized_the_server_plans_and_the_other_agent_only_fetches(tmp_path:
     for m in sent:
         assert isinstance(m, Dispatch)
         assert list(client.on_message(0, encode_central(m), later)) == [Revisit(m.url, later)]
+
+
+def test_one_agent_plans_no_further_than_its_next_midnight_and_ticks_on_after_it(tmp_path: Path) -> None:
+    alone = policy(tmp_path)
+    alone.join(0, 1)
+    site = END + 3600
+    revisits = [r for i in range(8) for r in alone.on_fetched(answer(f"u{i}", site, posting(i + 1)[-5:]), 100.0)]
+    planner = alone.planner
+    event = min(planner.next_midnight, planner.next_period)
+    assert site < event < site + DAY, "the planner's clock has not run past the site's next midnight"
+    assert all(r.at - 100.0 < event - site for r in revisits)
+    assert alone.busy(), "users are still to plan: the crawl must not end"
+    seen = {r.url for r in revisits}
+    later = 100.0 + 40 * DAY  # past the span guard (30 d): every user falls due, one midnight at a time
+    for step in range(41):
+        seen |= {r.url for r in alone.tick(100.0 + step * DAY)}
+    seen |= {r.url for r in alone.tick(later)}
+    assert len(seen) == 8 and min(planner.next_midnight, planner.next_period) > END + 30 * DAY

@@ -22,6 +22,9 @@ Choices where the issue is silent:
   engine serves them in due order, not by the planner's expected backlog (``take``'s order).
 * A listing that fails for good is reported as a crawl that returned nothing, so the planner
   plans the user again instead of holding it in flight forever.
+* Revisits are asked for only up to the planner's next midnight or period start, so that its
+  clock never runs ahead of the site's: the engine's timer (``tick``) asks again once the event
+  has passed, and the crawl does not end meanwhile (``busy``).
 
 With several agents (``--processes``, and ``[[credentials]]`` with ``spread = true``: one
 credential of the API per agent), the users are shared out as the distributed architecture
@@ -29,8 +32,7 @@ does (:mod:`frontier.freshness.sharing`): the position split from the model fold
 fetching (``owner``) and planning only its own users with its own credential, and quota-based
 moves every ``rebalance_hours`` exchanged as messages (``messages``, ``on_message``). Every
 agent's planner begins with every user (a moved user's model is then there to update); it
-hands out only its own, and only up to its next midnight or period start, so that its clock
-never runs ahead of the site's (``tick`` asks again later). With ``architecture =
+hands out only its own. With ``architecture =
 "centralized"`` (:mod:`frontier.freshness.central`) agent 0 alone plans: each crawl that falls
 due goes to the agent with the shortest to-do list, and every agent sends its answers to agent 0.
 
@@ -245,27 +247,30 @@ class FreshnessPolicy(CrawlPolicy):
         return revisits
 
     def _next_due(self, site_now: float) -> float | None:
-        """The planner's next due time; with several agents, None when it lies past the planner's
-        next midnight or period start still to come: asking for it would run that event now, early,
-        and plan from a clock ahead of the site's (``tick`` asks again once the event has passed)."""
+        """The planner's next due time, or None when it lies past the planner's next midnight or
+        period start still to come: asking for it would run that event now, early, and plan from a
+        clock ahead of the site's (``tick`` asks again once the event has passed)."""
         planner = self.planner
-        if self.sharing is not None or self.central is not None:
-            event = min(planner.next_period, planner.next_midnight)
-            top, pooled = planner.queue.peek(), planner.queue.pool_earliest()
-            earliest = min([t for t in (pooled, top[0] if top else None) if t is not None], default=None)
-            if event > site_now and (earliest is None or earliest >= event):
-                return None
-            if self.central is not None and (earliest is None or earliest > site_now):
-                return None  # a crawl is dispatched when it falls due, to the shortest to-do list then
+        event = min(planner.next_period, planner.next_midnight)
+        top, pooled = planner.queue.peek(), planner.queue.pool_earliest()
+        earliest = min([t for t in (pooled, top[0] if top else None) if t is not None], default=None)
+        if event > site_now and (earliest is None or earliest >= event):
+            return None
+        if self.central is not None and (earliest is None or earliest > site_now):
+            return None  # a crawl is dispatched when it falls due, to the shortest to-do list then
         return planner.next_at()
 
     # -- several agents --------------------------------------------------------------------
 
+    def _planning(self) -> bool:
+        """This agent plans (the server, when centralized), and its planner has begun."""
+        return (self.central is None or self.central.serves) and self.offset is not None and bool(self.planner.names)
+
     def tick(self, now: float) -> Iterable[Revisit]:
-        planning = self.sharing is not None or self.central is not None and self.central.serves
-        if not planning or self.offset is None or not self.planner.names:
-            return ()
-        return self._revisits(now, self._site_time(now))
+        return self._revisits(now, self._site_time(now)) if self._planning() else ()
+
+    def busy(self) -> bool:
+        return self._planning() and self.planner.next_at() is not None
 
     def _to_server(self, user: str, url: str, now: float, kind: str, times: list[float]) -> list[Revisit]:
         """Centralized: an answer goes to the server, which judges it (here, on agent 0)."""
