@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -150,3 +151,6 @@ def test_initial_owners_split_the_pipe_and_balance_hash_users() -> None:
     owners = initial_owners(organ_pipe(["a", "b", "c", "d"]), {"x": 10, "y": 6, "z": 5}, 2)
     assert [owners[u] for u in ("a", "c", "d", "b")] == [0, 1, 0, 1]
     assert owners["x"] != owners["y"] and owners["y"] == owners["z"]
+    # users with no history predict no calls: they are dealt out evenly, not all to the first agent
+    quiet = initial_owners([], dict.fromkeys("pqrstu", 0.0), 3)
+    assert sorted(Counter(quiet.values()).values()) == [2, 2, 2]

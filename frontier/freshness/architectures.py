@@ -100,11 +100,12 @@ class DistributedOwnership(Generic[U]):
 
 def initial_owners(organ_pipe: Sequence[U], hash_calls: Mapping[U, float], agents: int) -> dict[U, int]:
     """Poisson users by position on the organ pipe (``j mod agents``); Hash users, largest first, to the
-    agent with the fewest predicted calls so far."""
+    agent with the fewest predicted calls so far, then the fewest Hash users (users with no history
+    predict no calls, and must not all land on one agent)."""
     owners = {user: j % agents for j, user in enumerate(organ_pipe)}
-    loads = [(0.0, a) for a in range(agents)]
+    loads = [(0.0, 0, a) for a in range(agents)]
     for user in sorted(hash_calls, key=lambda u: -hash_calls[u]):
-        load, agent = heapq.heappop(loads)
+        load, users, agent = heapq.heappop(loads)
         owners[user] = agent
-        heapq.heappush(loads, (load + hash_calls[user], agent))
+        heapq.heappush(loads, (load + hash_calls[user], users + 1, agent))
     return owners
