@@ -36,6 +36,7 @@ from pathlib import Path
 
 import orjson
 
+from frontier.freshness.allocation import AllocationPlanner
 from frontier.freshness.calendar import DAY
 from frontier.freshness.files import InputError, read_history, read_listings
 from frontier.freshness.params import PlannerParams, with_settings
@@ -50,7 +51,8 @@ TAKE_ALL = 1 << 30  # the credential, not the planner, limits the calls
 @dataclass(frozen=True, slots=True)
 class Options:
     planner: str = "paper"
-    """``paper`` (Poisson for classes 1–2, Hash for 3–4), ``poisson`` or ``hash``."""
+    """``paper`` (Poisson for classes 1–2, Hash for 3–4), ``poisson``, ``hash`` or ``allocation`` (a
+    budget of ``calls_per_day``, given in ``settings``, split between freshness and full calls)."""
     per_crawl: int = 100
     """The most posts one call returns (the listing's ``count``)."""
     time_scale: float = 1.0
@@ -81,9 +83,9 @@ class FreshnessPolicy(CrawlPolicy):
             self.listings = read_listings(model / "users.csv")
             history_file = model / "history.csv"
             self.history = read_history(history_file, float("-inf"), float("inf")) if history_file.exists() else {}
+            self.planner: FreshnessPlanner | AllocationPlanner = PLANNERS[options.planner](params)
         except (ValueError, InputError) as e:
             raise PolicyError("model" if isinstance(e, InputError) else "settings", str(e)) from None
-        self.planner: FreshnessPlanner = PLANNERS[options.planner](params)
         self.user_of = {form: user for user, url in self.listings.items()
                         for form in {canonicalize(url, sort_query=True), canonicalize(url, sort_query=False)} if form}
         self.offset: float | None = None  # site time − time_scale × crawl time
@@ -156,5 +158,6 @@ class FreshnessPolicy(CrawlPolicy):
             self.planner, self.offset, self.newest, self.url, self.pending, self.calls = pickle.loads(state)
 
     def counters(self) -> Mapping[str, Mapping[str, int]]:
-        classes = self.planner.statistics().classes if self.planner.names else {}
+        planner = self.planner
+        classes = planner.statistics().classes if isinstance(planner, FreshnessPlanner) and planner.names else {}
         return {"calls": dict(self.calls), "users_by_class": {str(c): n for c, n in classes.items()}}
