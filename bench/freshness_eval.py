@@ -20,7 +20,9 @@ The methods are the factories (name → ``Budget -> Planner``) of :data:`PLANNER
 :data:`SINGLE_VISIT`: the baselines of :mod:`bench.freshness.baselines` and the paper's planners of
 :mod:`frontier.freshness.planners`: Hash with its threshold following the budget's calls per day, and
 the paper's mix with c = C and the Poisson period T_P either the paper's 30 days or round-robin's
-interval (days ÷ r), so its inactive users are visited as often as round-robin visits them.
+interval (days ÷ r), so its inactive users are visited as often as round-robin visits them; and
+the allocation planner (:mod:`frontier.freshness.allocation`) spending the budget's calls per day,
+half of them on freshness (and 0.4, 0.6: its frontier).
 
     python -m bench.freshness_eval                                  # 10k users, 61 days, seeds 0, 101, 202
     python -m bench.freshness_eval --users 1000 --days 14 --seeds 0 --out /tmp/fresh
@@ -32,7 +34,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,8 @@ from bench.freshness.metrics import measure
 from bench.freshness.simulator import Limits, simulate
 from bench.freshness.trace import Trace
 from bench.invitro.posting import DAY, Population, PostingParams
-from frontier.freshness.params import PlannerParams, PoissonParams
+from frontier.freshness.allocation import AllocationPlanner
+from frontier.freshness.params import AllocationParams, PlannerParams, PoissonParams
 from frontier.freshness.planner import Planner
 from frontier.freshness.planners import hash_planner, paper_planner, poisson_planner
 from frontier.markdown_table import markdown_table
@@ -74,8 +77,9 @@ class Budget:
 PlannerFactory = Callable[[Budget], Planner]
 
 
-def _hash_params(budget: Budget) -> PlannerParams:
-    """Hash for every user, its threshold c following the calls a day of ``budget`` may spend."""
+def _budget_params(budget: Budget) -> PlannerParams:
+    """The calls a day of ``budget`` as the planner's target: Hash's threshold c follows it, the
+    allocation planner spends it."""
     return PlannerParams(per_crawl=budget.limits.per_crawl, calls_per_day=budget.crawls / budget.days)
 
 
@@ -85,12 +89,21 @@ def _paper_params(budget: Budget, period_days: float) -> PlannerParams:
     return PlannerParams(per_crawl=budget.limits.per_crawl, poisson=PoissonParams(period_days=period_days))
 
 
+def _allocation_params(budget: Budget, fresh_share: float) -> PlannerParams:
+    """The allocation planner spending ``fresh_share`` of the budget on freshness (the default is ½):
+    the rows on either side of the default trace its frontier of messages against freshness."""
+    return replace(_budget_params(budget), allocation=AllocationParams(fresh_share=fresh_share))
+
+
 PLANNERS: dict[str, PlannerFactory] = {
     BASELINE: lambda b: RoundRobin(b.per_user, b.seed),
     "rate-proportional": lambda b: RateProportional(b.crawls, b.seed),
-    "hash": lambda b: hash_planner(_hash_params(b)),
+    "hash": lambda b: hash_planner(_budget_params(b)),
     "paper": lambda b: paper_planner(_paper_params(b, 30.0)),
     "paper, T_P = days / r": lambda b: paper_planner(_paper_params(b, b.days / b.per_user)),
+    "allocation": lambda b: AllocationPlanner(_budget_params(b)),
+    "allocation, fresh share 0.4": lambda b: AllocationPlanner(_allocation_params(b, 0.4)),
+    "allocation, fresh share 0.6": lambda b: AllocationPlanner(_allocation_params(b, 0.6)),
 }
 SINGLE_VISIT: dict[str, PlannerFactory] = {
     "round-robin (cyclic)": lambda b: Cyclic(),

@@ -74,8 +74,9 @@ def add_parser(commands: Any) -> None:
     schedule.add_argument("--per-hour", type=positive_int, required=True, metavar="C",
                           help="calls in each clock hour counted from --start")
     schedule.add_argument("--out", type=Path, required=True, metavar="schedule.csv", help="where the schedule goes")
-    schedule.add_argument("--planner", choices=["paper", "poisson", "hash"], default="paper",
-                          help="paper (Poisson for classes 1-2, Hash for 3-4; default), poisson or hash")
+    schedule.add_argument("--planner", choices=["paper", "poisson", "hash", "allocation"], default="paper",
+                          help="paper (Poisson for classes 1-2, Hash for 3-4; default), poisson, hash, or allocation "
+                               "(spends --set calls_per_day=N: freshness calls and full calls, half each by default)")
     schedule.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                           help="a planner parameter: hash.weight=0.7, hash.span_days=30, poisson.period_days=30, "
                                "calendar.utc_offset_hours=8, routing.hash_rate=1 (frontier/freshness/params.py)")
@@ -104,7 +105,7 @@ def plan(planner: Planner, users: list[str], history: dict[str, list[float]], st
 def schedule(args: argparse.Namespace) -> int:
     from frontier.freshness.files import InputError, read_history, read_users
     from frontier.freshness.params import PlannerParams, with_settings
-    from frontier.freshness.planners import PLANNERS
+    from frontier.freshness.planners import PLANNERS, FreshnessPlanner
 
     try:
         if not args.history_start <= args.start < args.end:
@@ -118,10 +119,13 @@ def schedule(args: argparse.Namespace) -> int:
             raise InputError("--set learn: an offline schedule learns nothing after --start; leave it false")
         users = read_users(args.users)
         history = read_history(args.history, args.history_start, args.start)
+        try:
+            planner = PLANNERS[args.planner](params)
+        except ValueError as e:
+            raise InputError(f"--set {e}") from None
     except InputError as e:
         sys.stderr.write(f"crawl: error: {e}\n")
         return 2
-    planner = PLANNERS[args.planner](params)
     crawls = plan(planner, users, history, args.start, args.end, args.per_hour)
     try:
         with args.out.open("w", newline="") as stream:
@@ -131,8 +135,10 @@ def schedule(args: argparse.Namespace) -> int:
     except OSError as e:
         sys.stderr.write(f"crawl: error: {args.out}: cannot write it: {e.strerror}\n")
         return 2
-    stats = planner.statistics()
     crawled = len({user for _, user in crawls})
-    sys.stderr.write(f"{len(crawls)} crawls of {crawled} of {len(users)} users ({args.planner} planner; users by class "
-                     f"{', '.join(f'{c}: {n}' for c, n in stats.classes.items())}) → {args.out}\n")
+    classes = ""
+    if isinstance(planner, FreshnessPlanner):
+        classes = "; users by class " + ", ".join(f"{c}: {n}" for c, n in planner.statistics().classes.items())
+    sys.stderr.write(f"{len(crawls)} crawls of {crawled} of {len(users)} users ({args.planner} planner{classes})"
+                     f" → {args.out}\n")
     return 0

@@ -45,9 +45,10 @@ def read_schedule(path: Path) -> list[tuple[str, float]]:
         return [(user, float(ts)) for user, ts in reader]
 
 
-@pytest.mark.parametrize("planner", ["paper", "hash"])
-def test_schedule_respects_the_window_and_the_rate_limit(tmp_path: Path, planner: str) -> None:
-    assert schedule(tmp_path, "--planner", planner, "--set", "hash.weight=0.7") == 0
+@pytest.mark.parametrize(("planner", "setting"), [("paper", "hash.weight=0.7"), ("hash", "hash.weight=0.7"),
+                                                  ("allocation", "calls_per_day=3")])
+def test_schedule_respects_the_window_and_the_rate_limit(tmp_path: Path, planner: str, setting: str) -> None:
+    assert schedule(tmp_path, "--planner", planner, "--set", setting) == 0
     crawls = read_schedule(tmp_path / "schedule.csv")
     times = [t for _, t in crawls]
     assert times == sorted(times) and crawls
@@ -56,7 +57,10 @@ def test_schedule_respects_the_window_and_the_rate_limit(tmp_path: Path, planner
     per_user = Counter(user for user, _ in crawls)
     assert set(per_user) <= {"busy", "steady", "rare", "silent", *(f"extra{i}" for i in range(40))}
     assert per_user["busy"] > per_user["silent"]
-    assert per_user["busy"] >= per_user["steady"] >= per_user["rare"]
+    if planner == "allocation":  # its budget, calls_per_day × 14 days; a full page of busy's is not missed
+        assert len(crawls) <= 3 * 14 and per_user["busy"] >= 40 * 14 // 100
+    else:
+        assert per_user["busy"] >= per_user["steady"] >= per_user["rare"]
 
 
 def test_poisson_schedule_visits_everyone_once_a_period(tmp_path: Path) -> None:
@@ -85,6 +89,8 @@ def test_bad_history_is_named_by_file_and_line(tmp_path: Path, capsys: pytest.Ca
 @pytest.mark.parametrize(("args", "message"), [
     (["--set", "hash.weight=2"], "--set hash.weight: must be strictly between 0 and 1"),
     (["--set", "learn=true"], "--set learn: an offline schedule learns nothing"),
+    (["--planner", "allocation"], "--set calls_per_day: the allocation planner spends a budget"),
+    (["--planner", "allocation", "--set", "allocation.fresh_share=2"], "--set allocation.fresh_share: must be between"),
     (["--per-hour", "0"], "argument --per-hour: must be a whole number, 1 or more, not '0'"),
     (["--start", "yesterday"], "argument --start: must be unix seconds or an ISO 8601 time"),
     (["--start", str(END)], "--history-start <= --start < --end"),

@@ -85,6 +85,38 @@ class HashParams:
 
 
 @dataclass(frozen=True, slots=True)
+class AllocationParams:
+    """The allocation planner's (:mod:`frontier.freshness.allocation`); its budget is ``calls_per_day``."""
+
+    fresh_share: float = 0.5
+    """The share of the budget spent on freshness calls (Cho's allocation); the rest goes to cap calls."""
+    quiet_hours: int = 8
+    """The length of the quiet stretch of the day whose start is the light users' crawl hour."""
+    spread_hours: float = 4.0
+    """Crawl hours are spread over this many hours from that start (the calls of an hour are limited)."""
+    theta_min: float = 1.0
+    """The fewest expected pages (×C) a cap call waits for, however many calls are left."""
+    prior_days: float = 2.0
+    """How many days of history the light users' pooled day-to-day chain weighs in each user's."""
+    memory_days: float = 7.0
+    """A crawl covering d days weighs d/(d + memory_days) in the learned rate."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.fresh_share <= 1:
+            raise ValueError(f"allocation.fresh_share: must be between 0 and 1, not {self.fresh_share!r}")
+        if not 1 <= self.quiet_hours <= 24:
+            raise ValueError(f"allocation.quiet_hours: must be 1 to 24, not {self.quiet_hours!r}")
+        if not 0 <= self.spread_hours <= 24:
+            raise ValueError(f"allocation.spread_hours: must be 0 to 24, not {self.spread_hours!r}")
+        if not self.theta_min > 0:
+            raise ValueError(f"allocation.theta_min: must be above 0, not {self.theta_min!r}")
+        if not self.prior_days > 0:
+            raise ValueError(f"allocation.prior_days: must be above 0, not {self.prior_days!r}")
+        if not self.memory_days > 0:
+            raise ValueError(f"allocation.memory_days: must be above 0, not {self.memory_days!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class PlannerParams:
     per_crawl: int = 100
     """C: the most posts one call returns (Weibo experiments: 100; Twitter: 200)."""
@@ -101,6 +133,7 @@ class PlannerParams:
     poisson: PoissonParams = field(default_factory=PoissonParams)
     hash: HashParams = field(default_factory=HashParams)
     routing: RoutingParams = field(default_factory=RoutingParams)
+    allocation: AllocationParams = field(default_factory=AllocationParams)
 
     def __post_init__(self) -> None:
         if self.per_crawl < 1:
@@ -112,6 +145,9 @@ class PlannerParams:
     def threshold(self) -> float:
         """c, with 0 meaning C."""
         return self.hash.threshold or float(self.per_crawl)
+
+
+SECTIONS = ("calendar", "poisson", "hash", "routing", "allocation")
 
 
 def _coerce(key: str, annotation: str, text: str) -> Any:
@@ -141,8 +177,8 @@ def with_settings(params: PlannerParams, assignments: Iterable[str]) -> PlannerP
         if not sep:
             raise ValueError(f"{assignment}: a setting is KEY=VALUE")
         section, _, name = key.rpartition(".")
-        target: Any = getattr(params, section) if section in ("calendar", "poisson", "hash", "routing") else None
-        if section and target is None or name in ("calendar", "poisson", "hash", "routing"):
+        target: Any = getattr(params, section) if section in SECTIONS else None
+        if section and target is None or name in SECTIONS:
             raise ValueError(f"{key}: unknown setting")
         holder = target if section else params
         fields = {f.name: f for f in dataclasses.fields(holder)}

@@ -30,13 +30,14 @@ is planned until a report comes. Pure: times are unix seconds passed in; no I/O,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from frontier.freshness.allocation import AllocationPlanner
 from frontier.freshness.calendar import DAY, Calendar, local_day
 from frontier.freshness.due import DueQueue
 from frontier.freshness.hashmodel import HashTables
@@ -285,4 +286,8 @@ def paper_planner(params: PlannerParams | None = None) -> FreshnessPlanner:
     return FreshnessPlanner(replace(params, routing=replace(params.routing, mode="paper")))
 
 
-PLANNERS = {"paper": paper_planner, "poisson": poisson_planner, "hash": hash_planner}
+PLANNERS: dict[str, Callable[[PlannerParams], FreshnessPlanner | AllocationPlanner]] = {
+    "paper": paper_planner, "poisson": poisson_planner, "hash": hash_planner, "allocation": AllocationPlanner}
+"""The planners by name (``crawl fresh schedule --planner``, ``--policy freshness``'s ``planner``):
+the paper's three, and :class:`~frontier.freshness.allocation.AllocationPlanner`, which spends
+``calls_per_day``."""

@@ -55,19 +55,25 @@ from frontier.freshness.central import Central, Dispatch, Report
 from frontier.freshness.central import decode as decode_central
 from frontier.freshness.files import InputError, read_history, read_listings
 from frontier.freshness.params import PlannerParams, with_settings
-from frontier.freshness.planners import PLANNERS, FreshnessPlanner
+from frontier.freshness.planners import (
+    hash_planner,
+    paper_planner,
+    poisson_planner,
+)
 from frontier.freshness.sharing import Handover, Sharing, position_split
 from frontier.page import FetchedPage
 from frontier.policy import CrawlPolicy, PolicyError, Revisit
 from frontier.urls import canonicalize
 
+LIVE_PLANNERS = {"paper": paper_planner, "poisson": poisson_planner, "hash": hash_planner}
 TAKE_ALL = 1 << 30  # the credential, not the planner, limits the calls
 
 
 @dataclass(frozen=True, slots=True)
 class Options:
     planner: str = "paper"
-    """``paper`` (Poisson for classes 1–2, Hash for 3–4), ``poisson`` or ``hash``."""
+    """``paper`` (Poisson for classes 1–2, Hash for 3–4), ``poisson`` or ``hash``. (The ``allocation``
+    planner is offline only: ``crawl fresh schedule`` and the evaluation.)"""
     per_crawl: int = 100
     """The most posts one call returns (the listing's ``count``)."""
     time_scale: float = 1.0
@@ -97,8 +103,8 @@ class FreshnessPolicy(CrawlPolicy):
         super().__init__(options, model)
         assert isinstance(options, Options) and model is not None
         self.o = options
-        if options.planner not in PLANNERS:
-            raise PolicyError("planner", f"must be one of {', '.join(PLANNERS)}, not {options.planner!r}")
+        if options.planner not in LIVE_PLANNERS:
+            raise PolicyError("planner", f"must be one of {', '.join(LIVE_PLANNERS)}, not {options.planner!r}")
         if not options.time_scale > 0 or not options.days > 0 or options.per_crawl < 1:
             raise PolicyError("time_scale", "time_scale and days must be above 0, per_crawl 1 or more")
         if options.architecture not in ("distributed", "centralized"):
@@ -110,9 +116,9 @@ class FreshnessPolicy(CrawlPolicy):
             self.listings = read_listings(model / "users.csv")
             history_file = model / "history.csv"
             self.history = read_history(history_file, float("-inf"), float("inf")) if history_file.exists() else {}
+            self.planner = LIVE_PLANNERS[options.planner](params)
         except (ValueError, InputError) as e:
             raise PolicyError("model" if isinstance(e, InputError) else "settings", str(e)) from None
-        self.planner: FreshnessPlanner = PLANNERS[options.planner](params)
         self.user_of = {form: user for user, url in self.listings.items()
                         for form in {canonicalize(url, sort_query=True), canonicalize(url, sort_query=False)} if form}
         self.offset: float | None = None  # site time − time_scale × crawl time
