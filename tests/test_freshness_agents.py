@@ -34,7 +34,7 @@ from engine.agent import Agent
 from engine.ip_table import SharedIpTable
 from frontier.policies.freshness import FreshnessPolicy
 from tests.invitro_harness import USER_AGENT, WebThread
-from tests.posting_source import RegularPosters
+from tests.posting_source import RegularPosters, write_model
 
 SCALE = 3600.0
 LIMIT = 40
@@ -49,13 +49,7 @@ def crawl_with_two_agents(tmp_path: Path, source: RegularPosters, history: Mappi
     before ``T0``, which may not be the source's)."""
     web = WebThread(None, tmp_path / "requests.jsonl", posting=TimelineParams(source, t0=T0, scale=SCALE,
                                                                              calls_per_hour=LIMIT))
-    directory = web.web.seeds[0]
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "users.csv").write_text("user_id,url\n" + "".join(
-        f"{u},{directory}timeline?count=20&user={u}\n" for u in source.users))
-    (model / "history.csv").write_text("user_id,unix_ts\n" + "".join(
-        f"{u},{t!r}\n" for u in source.users for t in history[u]))
+    model = write_model(tmp_path / "model", web.web.seeds[0], source.users, history)
     toml = tmp_path / "crawl.toml"
     toml.write_text("".join(f"""
 [[credentials]]

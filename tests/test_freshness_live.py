@@ -27,7 +27,7 @@ from engine import config as configuration
 from engine.agent import Agent
 from frontier.policies.freshness import FreshnessPolicy
 from tests.invitro_harness import USER_AGENT, WebThread
-from tests.posting_source import RegularPosters
+from tests.posting_source import RegularPosters, write_model
 
 SCALE = 3600.0
 LIMIT = 40
@@ -39,13 +39,8 @@ def test_the_freshness_policy_recrawls_active_users_more_and_loses_no_post(tmp_p
     source = RegularPosters(12)
     web = WebThread(None, tmp_path / "requests.jsonl", posting=TimelineParams(source, t0=T0, scale=SCALE,
                                                                              calls_per_hour=LIMIT))
-    directory = web.web.seeds[0]
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "users.csv").write_text("user_id,url\n" + "".join(
-        f"{u},{directory}timeline?count=20&user={u}\n" for u in source.users))
-    (model / "history.csv").write_text("user_id,unix_ts\n" + "".join(
-        f"{u},{t!r}\n" for u in source.users for t in source.posts(u, T0 - 14 * DAY, T0)))
+    history = {u: source.posts(u, T0 - 14 * DAY, T0) for u in source.users}
+    model = write_model(tmp_path / "model", web.web.seeds[0], source.users, history)
     toml = tmp_path / "crawl.toml"
     toml.write_text(f"""
 [[credentials]]

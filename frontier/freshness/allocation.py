@@ -44,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from frontier.freshness.calendar import DAY, Calendar
-from frontier.freshness.due import DueQueue
+from frontier.freshness.due import DueQueue, next_due
 from frontier.freshness.params import PlannerParams
 from frontier.freshness.poisson import GammaPrior
 
@@ -187,17 +187,7 @@ class AllocationPlanner:
     def next_at(self) -> float | None:
         if self._calls_left() <= 0:
             return None  # the budget is spent
-        while True:
-            top = self.queue.peek()
-            pooled = self.queue.pool_earliest()
-            candidates = [t for t in (pooled, top[0] if top else None) if t is not None]
-            earliest = min(candidates) if candidates else None
-            event = self.next_midnight
-            idle = earliest is None and not self.queue.in_flight
-            if event < self.end and (idle or earliest is not None and event <= earliest):
-                self._advance(event)
-                continue
-            return earliest
+        return next_due(self.queue, self.end, lambda: self.next_midnight, self._advance)
 
     def take(self, now: float, limit: int) -> list[str]:
         self._advance(now)

@@ -9,6 +9,7 @@ makes older entries stale, and they are dropped when they reach the top. O(log n
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 
 
 class DueQueue:
@@ -46,11 +47,28 @@ class DueQueue:
         _, _, user = heapq.heappop(self._heap)
         self._version[user] += 1
 
-    def pool_earliest(self) -> float | None:
-        return min(self.pool.values()) if self.pool else None
+    def earliest(self) -> float | None:
+        """The earliest due time of a user pooled or planned, None if there is none."""
+        top = self.peek()
+        due = [t for t in (min(self.pool.values()) if self.pool else None, top[0] if top else None) if t is not None]
+        return min(due) if due else None
 
     def start(self, users: list[int]) -> None:
         """The pooled ``users`` are taken: in flight until reported."""
         for user in users:
             del self.pool[user]
             self.in_flight.add(user)
+
+
+def next_due(queue: DueQueue, end: float, next_event: Callable[[], float], advance: Callable[[float], None]) -> float | None:
+    """A planner's ``next_at``: the earliest due time of ``queue``, after running (``advance``) every
+    planning event (a midnight, a period start) due before it and before ``end``."""
+    while True:
+        earliest = queue.earliest()
+        event = next_event()
+        # with users in flight and none planned, a report comes first: time must not run ahead of it
+        idle = earliest is None and not queue.in_flight
+        if event < end and (idle or earliest is not None and event <= earliest):
+            advance(event)
+            continue
+        return earliest

@@ -1,6 +1,7 @@
 """frontier/freshness/planner.py — the contract between a recrawl planner and whatever drives it
 (the offline simulator, `crawl fresh schedule`, the live `--policy freshness`)."""
 from __future__ import annotations
+
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 

@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from frontier.freshness.allocation import AllocationPlanner
 from frontier.freshness.calendar import DAY, Calendar, local_day
-from frontier.freshness.due import DueQueue
+from frontier.freshness.due import DueQueue, next_due
 from frontier.freshness.hashmodel import HashTables
 from frontier.freshness.params import PlannerParams
 from frontier.freshness.poisson import GammaPrior, organ_pipe, slot_times
@@ -107,18 +107,7 @@ class FreshnessPlanner:
         self._advance(start)
 
     def next_at(self) -> float | None:
-        while True:
-            top = self.queue.peek()
-            pooled = self.queue.pool_earliest()
-            candidates = [t for t in (pooled, top[0] if top else None) if t is not None]
-            earliest = min(candidates) if candidates else None
-            event = self._next_event()
-            # with users in flight and none planned, a report comes first: time must not run ahead of it
-            idle = earliest is None and not self.queue.in_flight
-            if event < self.end and (idle or earliest is not None and event <= earliest):
-                self._advance(event)
-                continue
-            return earliest
+        return next_due(self.queue, self.end, self._next_event, self._advance)
 
     def take(self, now: float, limit: int) -> list[str]:
         self._advance(now)

@@ -258,8 +258,7 @@ class FreshnessPolicy(CrawlPolicy):
         clock ahead of the site's (``tick`` asks again once the event has passed)."""
         planner = self.planner
         event = min(planner.next_period, planner.next_midnight)
-        top, pooled = planner.queue.peek(), planner.queue.pool_earliest()
-        earliest = min([t for t in (pooled, top[0] if top else None) if t is not None], default=None)
+        earliest = planner.queue.earliest()
         if event > site_now and (earliest is None or earliest >= event):
             return None
         if self.central is not None and (earliest is None or earliest > site_now):
