@@ -203,3 +203,57 @@ def test_balance_survives_a_resume(model_dir: Path) -> None:
     again.restore(policy.state())
     assert np.array_equal(again.harvested, policy.harvested)
     assert again.counters() == policy.counters()
+
+
+def test_a_target_row_whose_downloads_repeat_content_falls_behind(model_dir: Path) -> None:
+    policy = SourceTarget(SourceTarget.Options(target_examples=[f"{SITE}/u/2"]), model_dir)
+    page = fetched(f"{SITE}/t/5")
+    policy.on_fetched(page, 0.0)
+    user = policy.priority(f"{SITE}/u/5", page.url, None)
+    policy.priority(f"{SITE}/u/6", page.url, None)  # the same row as u/5: a thread's user link
+    related = policy.priority(f"{SITE}/t/6", page.url, None)
+    first = policy.lane_rank("h", user)
+    assert first < policy.lane_rank("h", related)
+
+    def download(url: str, body: bytes) -> None:
+        parsed = extract_links(PAGES[url].encode(), url, want_document=True)
+        policy.on_fetched(FetchedPage(url, 200, {}, body, 0.0, parsed.document, tuple(parsed.links)), 1.0)
+
+    download(f"{SITE}/u/5", b"profile five")
+    assert policy.lane_rank("h", user) == first  # new content: the row keeps its score
+    download(f"{SITE}/u/6", b"profile five")  # an alias of a page already fetched
+    assert policy.lane_rank("h", user) == pytest.approx(first * 2 / 3)  # (1 + 2 − 1) / (1 + 2)
+    assert policy.counters()["row_downloads"] == {"new": 1, "repeated": 1}
+    again = SourceTarget(SourceTarget.Options(target_examples=[f"{SITE}/u/2"]), model_dir)
+    again.restore(policy.state())
+    assert again.lane_rank("h", user) == policy.lane_rank("h", user)
+    off = SourceTarget(SourceTarget.Options(target_examples=[f"{SITE}/u/2"], novelty=False), model_dir)
+    off.restore(policy.state())
+    assert off.lane_rank("h", user) == first
+
+
+def test_kin_widens_the_target_only_to_clusters_linked_into_alike(model_dir: Path) -> None:
+    examples = [f"{SITE}/u/2"]
+    policy = SourceTarget(SourceTarget.Options(target_examples=examples), model_dir)
+    assert policy.examples == policy.targets  # profiles alone are reached through user links
+    loose = SourceTarget(SourceTarget.Options(target_examples=examples, kin=1e-9), model_dir)
+    assert loose.targets == policy.targets  # no other cluster shares a role of its in-links
+    with pytest.raises(PolicyError, match="kin"):
+        SourceTarget.Options(target_examples=examples, kin=0.0)
+
+
+def test_a_link_without_a_row_takes_its_anchor_role_s_rows_pooled(model_dir: Path) -> None:
+    odd = f"{SITE}/odd"
+    html = (f'<html><body><svg><g><rect/></g></svg><section><a class="related" href="{SITE}/t/1">x</a>'
+            f'<a class="new" href="{SITE}/t/2">y</a></section></body></html>')
+    parsed = extract_links(html.encode(), odd, want_document=True)
+    page = FetchedPage(odd, 200, {}, b"", 0.0, parsed.document, tuple(parsed.links))
+    policy = SourceTarget(SourceTarget.Options(target_examples=[f"{SITE}/t/3"]), model_dir)
+    policy.on_fetched(page, 0.0)
+    related = policy.priority(f"{SITE}/t/1", odd, None)
+    assert related >= FIRST_ROW_LANE + len(Model.load(model_dir).table)  # past the table's rows: a role's lane
+    assert policy.lane_rank("h", related) < -0.8  # related links lead to threads, the target
+    assert policy.priority(f"{SITE}/t/2", odd, None) == NO_ROW_LANE  # a role no training link had: score 0
+    paper = SourceTarget(SourceTarget.Options(target_examples=[f"{SITE}/t/3"], backoff=False), model_dir)
+    paper.on_fetched(page, 0.0)
+    assert paper.priority(f"{SITE}/t/1", odd, None) == NO_ROW_LANE

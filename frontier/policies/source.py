@@ -15,7 +15,22 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
   templates or a template per user, spreads over several clusters). An example that is not
   a page of the sample is refused (the model knows the layout of no other page: pick one
   among the report's sample URLs); one that DBSCAN left an outlier is classified among the
-  clustered pages (A27).
+  clustered pages (A27). Ours, option ``kin`` (default 0.8): every cluster that the site links
+  into the way it links into an example's cluster (a cosine ≥ ``kin`` between their in-link
+  profiles per anchor role, :mod:`frontier.source.kin`) is a target too, so that the wanted
+  type's other layouts are not mere hubs; ``kin`` above 1 keeps the examples' clusters only.
+  Three more rules of ours, each an option that ``false`` switches off (the paper's form):
+  ``roles``, a link's target part (Σ over target clusters of P·Score) is weighted by the share
+  of the site's training links of its anchor role that led into a target cluster, so a row
+  into a cluster that mixes types ranks by what its role usually leads to; ``backoff``, a link
+  whose (cluster, Apath) key has no row takes the rows of its anchor role pooled over the
+  clusters (the digest's §2.12 back-off, by role: an Apath carries its layout's tag path), in
+  a lane of its own past the table's; ``novelty``, a lane's score is multiplied by the
+  smoothed share of its role's downloads whose body no earlier download had (an exact
+  digest), so that of two anchor roles reaching the same pages (a page-number widget and an
+  "older" cursor) the one that keeps fetching aliases falls behind as the crawl goes. The
+  lanes each URL was queued in and the digests of the bodies are kept in memory (a set of
+  16-byte digests, a dict of the queued URLs), the role counts in ``state()``.
 
 Nothing is filtered: every link the crawl meets is queued, its score only decides when
 (§2.12, AT-16). Ranking, through the policy seam's lanes: each (cluster, Apath) row of the
@@ -38,11 +53,13 @@ link groups are (the query sorted, the crawl's default ``urls.sort_query``).
 
 Counters (``counters()``, kept in ``state()`` so that Balance survives a resume):
 ``cluster_pages`` (classified pages per cluster, ``O`` for outliers) and ``links_by_lane``
-(``seed``, ``no_row``, ``row``).
+(``seed``, ``no_row``, ``row``: a row or a role's back-off); ``source-target`` adds
+``row_downloads`` (``new``, ``repeated``: downloads of a row's links by novelty).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -87,11 +104,25 @@ class _Source(CrawlPolicy):
     def cluster_scores(self) -> np.ndarray:
         raise NotImplementedError
 
+    def row_factors(self) -> np.ndarray | None:
+        """A factor per navigation-table row that multiplies its links' score; None: all 1."""
+        return None
+
+    def backoff(self, apath: str) -> int | None:
+        """The score position of a link whose key has no row (past the table's rows); None: score 0 (A11)."""
+        return None
+
+    def link_scores(self) -> np.ndarray:
+        """Score(u) of every row's links (eq. 12) under the current cluster scores."""
+        from frontier.source.scores import link_scores
+
+        return link_scores(self.site_model.table, self.cluster_scores())
+
     def _scores(self) -> np.ndarray:
         if self._stale:
-            from frontier.source.scores import link_scores
-
-            self._row_scores = link_scores(self.site_model.table, self.cluster_scores())
+            scores = self.link_scores()
+            factors = self.row_factors()
+            self._row_scores = scores if factors is None else scores * factors
             self._stale = False
         return self._row_scores
 
@@ -110,6 +141,8 @@ class _Source(CrawlPolicy):
         table = self.site_model.table
         for apath, urls in link_groups(page.document, page.url, self.site_model.site).items():
             position = table.position((label, apath))
+            if position is None:
+                position = self.backoff(apath)
             lane = NO_ROW_LANE if position is None or position + FIRST_ROW_LANE > MAX_LANE else position + FIRST_ROW_LANE
             for url in urls:
                 held = self._lanes.get(url)
@@ -200,6 +233,10 @@ class SourceTarget(_Source):
     class Options:
         target_examples: list[str] = field(default_factory=list)  # pages of the training sample of the wanted type
         alpha: float = 0.8
+        kin: float = 0.8  # clusters linked into as the examples' are (cosine ≥ kin) are targets too; > 1: off
+        novelty: bool = True  # a row's links score × the share of its role's downloads that brought new content
+        roles: bool = True  # a row's target part × the share of its anchor role's links that led into a target
+        backoff: bool = True  # a link whose key has no row takes its anchor role's rows pooled over clusters
 
         def __post_init__(self) -> None:
             if not self.target_examples:
@@ -207,9 +244,12 @@ class SourceTarget(_Source):
                                                      "(--target-example URL, a URL of the training sample)")
             if not 0 <= self.alpha <= 1:
                 raise PolicyError("alpha", f"expected a number in [0, 1], got {self.alpha}")
+            if not self.kin > 0:
+                raise PolicyError("kin", f"expected a cosine above 0 (above 1: no cluster added), got {self.kin}")
 
     def __init__(self, options: SourceTarget.Options, model: Path | None) -> None:
         super().__init__(options, model)
+        from frontier.source.kin import anchor_role, kin_clusters, pooled_roles, role_shares
         from frontier.source.scores import target_cluster_scores, target_hits
 
         targets = []
@@ -220,12 +260,89 @@ class SourceTarget(_Source):
                 raise PolicyError("target_examples", f"{url} is not a page of the model's training sample; "
                                                      f"use one of its pages, e.g. {', '.join(samples[:5])}")
             targets.append(target)
-        self.targets = sorted(set(targets))
+        self.examples = sorted(set(targets))
+        self.targets = kin_clusters(self.site_model.table, self.examples, options.kin)
         info = target_hits(self.site_model.table.adjacency(), *self.targets).info(options.alpha)
         self._fixed = target_cluster_scores(info)
+        table = self.site_model.table
+        self._pooled = pooled_roles(table) if options.backoff else None
+        self._role_position = {} if self._pooled is None else {
+            role: len(table) + i for i, role in enumerate(self._pooled.roles)}
+        width = len(table) + len(self._role_position)
+        if options.roles:
+            shares = role_shares(table, self.targets)
+            self._agreement = np.concatenate([shares.by_row, [shares.by_role[role] for role in self._role_position]])
+        else:
+            self._agreement = np.ones(width)
+        self.novelty = options.novelty
+        self._queued: dict[str, int] = {}  # URL → the row lane it was queued in, until it is fetched
+        self._contents: set[bytes] = set()  # digests of the bodies fetched
+        # novelty is learnt per anchor role, for all the rows of a role at once (a layout per user
+        # makes a role's rows many, each downloaded a few times); every score position has a role
+        self.roles = sorted({anchor_role(row.apath) for row in table.rows})
+        index = {role: i for i, role in enumerate(self.roles)}
+        self._role_index = np.array([index[anchor_role(row.apath)] for row in table.rows] +
+                                    [index[role] for role in self._role_position], dtype=np.int64)
+        self.role_downloads = np.zeros(len(self.roles))
+        self.role_repeats = np.zeros(len(self.roles))
+        self.content: Counter[str] = Counter()  # row downloads that brought new or repeated content
 
     def cluster_scores(self) -> np.ndarray:
         return self._fixed
+
+    def link_scores(self) -> np.ndarray:
+        from frontier.source.scores import target_link_scores
+
+        distributions = self.site_model.table.distributions
+        if self._pooled is not None:
+            distributions = np.vstack([distributions, self._pooled.distributions])
+        return target_link_scores(distributions, self._fixed, self.targets, self._agreement)
+
+    def backoff(self, apath: str) -> int | None:
+        from frontier.source.kin import anchor_role
+
+        return self._role_position.get(anchor_role(apath))
+
+    def row_factors(self) -> np.ndarray | None:
+        if not self.novelty:
+            return None
+        from frontier.source.scores import novelty
+
+        return novelty(self.role_downloads, self.role_repeats)[self._role_index]
+
+    def priority(self, url: str, parent: str | None, context: LinkContext | None) -> int:
+        lane = super().priority(url, parent, context)
+        if self.novelty and lane >= FIRST_ROW_LANE:
+            self._queued[url] = lane
+        return lane
+
+    def on_fetched(self, page: FetchedPage, now: float) -> Iterable[Revisit]:
+        lane = self._queued.pop(page.url, None)
+        if self.novelty and page.status == 200 and page.body:
+            digest = hashlib.blake2b(page.body, digest_size=16).digest()
+            repeated = digest in self._contents
+            self._contents.add(digest)
+            if lane is not None:
+                role = self._role_index[lane - FIRST_ROW_LANE]
+                self.role_downloads[role] += 1
+                self.role_repeats[role] += repeated
+                self.content["repeated" if repeated else "new"] += 1
+        return super().on_fetched(page, now)
+
+    def counters(self) -> Mapping[str, Mapping[str, int]]:
+        return {**super().counters(), "row_downloads": self.content}
+
+    def state(self) -> bytes:
+        saved = orjson.loads(super().state())
+        roles = {role: [downloads, repeats] for role, downloads, repeats
+                 in zip(self.roles, self.role_downloads.tolist(), self.role_repeats.tolist()) if downloads}
+        return orjson.dumps({**saved, "roles": roles}, option=orjson.OPT_SORT_KEYS)
+
+    def restore(self, state: bytes) -> None:
+        super().restore(state)
+        roles = orjson.loads(state).get("roles", {}) if state else {}
+        for i, role in enumerate(self.roles):  # a role the model does not have is another model's
+            self.role_downloads[i], self.role_repeats[i] = roles.get(role, (0.0, 0.0))
 
 
 def load_model(model: Path | None, name: str) -> Model:

@@ -22,6 +22,7 @@ being divided by 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,3 +160,30 @@ def link_score(table: NavigationTable, key: Key, cluster_scores: FloatArray) -> 
 def link_scores(table: NavigationTable, cluster_scores: FloatArray) -> FloatArray:
     """Score(u) of every key of ``table``, aligned with ``table.rows``."""
     return table.distributions @ cluster_scores
+
+
+def novelty(downloads: npt.ArrayLike, repeats: npt.ArrayLike, prior: float = 1.0) -> FloatArray:
+    """Per navigation-table row, the share of its downloads whose content no earlier download of the
+    crawl carried, smoothed by ``prior`` new downloads: (prior + downloads − repeats) / (prior + downloads).
+
+    Ours (crawling-for-target): a row whose links lead to aliases of pages already fetched (a
+    page-number widget beside a "older" cursor, both reaching one listing page) is demoted as
+    the crawl finds out; 1 for a row not downloaded yet."""
+    fetched = np.asarray(downloads, dtype=np.float64)
+    repeated = np.asarray(repeats, dtype=np.float64)
+    if fetched.shape != repeated.shape or (repeated > fetched).any() or (repeated < 0).any():
+        raise ValueError("repeats must be between 0 and the downloads, one per row")
+    return (prior + fetched - repeated) / (prior + fetched)
+
+
+def target_link_scores(distributions: FloatArray, cluster_scores: FloatArray, targets: Sequence[int],
+                       agreement: npt.ArrayLike) -> FloatArray:
+    """Score(u) of the links of each row of ``distributions`` (destination distributions, one column
+    per cluster index, O last; eq. 12) with the part that leads into ``targets`` (cluster labels)
+    weighted by the row's ``agreement`` (:func:`frontier.source.kin.role_shares`); the hub part,
+    into other clusters, as it is."""
+    n_clusters = len(cluster_scores) - 1
+    into = np.zeros(len(cluster_scores), dtype=bool)
+    into[[index_of(label, n_clusters) for label in targets]] = True
+    target_part = distributions[:, into] @ cluster_scores[into]
+    return np.asarray(agreement, dtype=np.float64) * target_part + distributions[:, ~into] @ cluster_scores[~into]
