@@ -92,9 +92,9 @@ class LinkRouter:
         mine: list[str] = []
         my_contexts: list[LinkContext] | None = [] if contexts is not None else None
         theirs: dict[int, tuple[list[str], list[LinkContext] | None]] = {}
-        me, owner = self.index, self.owner
+        me, owner, by_policy = self.index, self.owner, self.url_owner is not None
         for i, url in enumerate(links):
-            if self.url_owner is not None:
+            if by_policy:
                 who = self.owner_of(url)
             else:  # the hot path: by host alone
                 slash = url.find("/", 8)
