@@ -1,13 +1,17 @@
 """A small deterministic post source for the posting lab's tests: user ``uK`` posts every
 ``period × (K + 1)`` lab seconds, at ``phase × K`` past each multiple (a pure function of its
-arguments); and the ``--policy freshness`` model folder for its users."""
+arguments); the ``--policy freshness`` model folder for its users, and what a crawl's WARC files hold of them."""
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import orjson
+from warcio.archiveiterator import ArchiveIterator
 
 
 @dataclass(frozen=True)
@@ -40,3 +44,19 @@ def write_model(model: Path, directory: str, users: Sequence[str], history: Mapp
     (model / "history.csv").write_text("user_id,unix_ts\n" + "".join(
         f"{u},{t!r}\n" for u in users for t in history[u]))
     return model
+
+
+def collected_posts(out: Path) -> tuple[defaultdict[str, set[float]], dict[str, float]]:
+    """Each user's posts in the WARC files of every agent, and the lab time of its last crawl."""
+    collected: defaultdict[str, set[float]] = defaultdict(set)
+    last_crawl: dict[str, float] = {}
+    for path in sorted((out / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for record in ArchiveIterator(f):
+                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+                if record.rec_type != "response" or "/timeline?" not in uri:
+                    continue
+                answer = orjson.loads(record.content_stream().read())
+                collected[answer["user"]].update(p["time"] for p in answer["posts"])
+                last_crawl[answer["user"]] = max(last_crawl.get(answer["user"], 0.0), answer["now"])
+    return collected, last_crawl

@@ -22,10 +22,8 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import orjson
 import pytest
 import uvloop
-from warcio.archiveiterator import ArchiveIterator
 
 from bench.invitro.requestlog import LogRecord
 from bench.invitro.timeline import LAB_HOUR, TimelineParams
@@ -34,7 +32,7 @@ from engine.agent import Agent
 from engine.ip_table import SharedIpTable
 from frontier.policies.freshness import FreshnessPolicy
 from tests.invitro_harness import USER_AGENT, WebThread
-from tests.posting_source import RegularPosters, write_model
+from tests.posting_source import RegularPosters, collected_posts, write_model
 
 SCALE = 3600.0
 LIMIT = 40
@@ -82,22 +80,6 @@ spread = true
     policies = [agent.crew.frontier.policy for agent in agents]
     assert all(isinstance(p, FreshnessPolicy) for p in policies)
     return log, policies  # type: ignore[return-value]
-
-
-def collected_posts(out: Path) -> tuple[defaultdict[str, set[float]], dict[str, float]]:
-    """Each user's posts in the WARC files of every agent, and the lab time of its last crawl."""
-    collected: defaultdict[str, set[float]] = defaultdict(set)
-    last_crawl: dict[str, float] = {}
-    for path in sorted((out / "warc").glob("*.warc.gz")):
-        with open(path, "rb") as f:
-            for record in ArchiveIterator(f):
-                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
-                if record.rec_type != "response" or "/timeline?" not in uri:
-                    continue
-                answer = orjson.loads(record.content_stream().read())
-                collected[answer["user"]].update(p["time"] for p in answer["posts"])
-                last_crawl[answer["user"]] = max(last_crawl.get(answer["user"], 0.0), answer["now"])
-    return collected, last_crawl
 
 
 Crawl = tuple[Path, RegularPosters, list[LogRecord], list[FreshnessPolicy]]

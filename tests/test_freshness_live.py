@@ -15,19 +15,17 @@ seconds. The outcome must show that
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
-import orjson
 import uvloop
-from warcio.archiveiterator import ArchiveIterator
 
 from bench.invitro.timeline import LAB_HOUR, TimelineParams
 from engine import config as configuration
 from engine.agent import Agent
 from frontier.policies.freshness import FreshnessPolicy
 from tests.invitro_harness import USER_AGENT, WebThread
-from tests.posting_source import RegularPosters, write_model
+from tests.posting_source import RegularPosters, collected_posts, write_model
 
 SCALE = 3600.0
 LIMIT = 40
@@ -73,17 +71,7 @@ hosts = ["api.posting.test"]
     assert max(per_hour.values()) <= LIMIT
     assert not [r for r in log if r.status == 429]
 
-    collected: defaultdict[str, set[float]] = defaultdict(set)
-    last_crawl: dict[str, float] = {}
-    for path in sorted((tmp_path / "out" / "warc").glob("*.warc.gz")):
-        with open(path, "rb") as f:
-            for record in ArchiveIterator(f):
-                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
-                if record.rec_type != "response" or "/timeline?" not in uri:
-                    continue
-                answer = orjson.loads(record.content_stream().read())
-                collected[answer["user"]].update(p["time"] for p in answer["posts"])
-                last_crawl[answer["user"]] = max(last_crawl.get(answer["user"], 0.0), answer["now"])
+    collected, last_crawl = collected_posts(tmp_path / "out")
     for user in source.users:
         posted = set(source.posts(user, T0, last_crawl[user] + 1e-6))
         assert posted <= collected[user], f"{user}: {len(posted - collected[user])} posts were never collected"

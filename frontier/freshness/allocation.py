@@ -191,15 +191,7 @@ class AllocationPlanner:
 
     def take(self, now: float, limit: int) -> list[str]:
         self._advance(now)
-        while (top := self.queue.peek()) is not None and top[0] <= now:
-            self.queue.pop()
-            self.queue.pool[top[1]] = top[0]
-        limit = min(limit, self._calls_left())
-        if limit <= 0 or not self.queue.pool:
-            return []
-        pooled = np.fromiter(self.queue.pool, dtype=np.int64, count=len(self.queue.pool))
-        chosen = pooled[np.argsort(-self.backlog(pooled, now), kind="stable")[:limit]].tolist()
-        self.queue.start(chosen)
+        chosen = self.queue.take(now, min(limit, self._calls_left()), lambda users: self.backlog(users, now))
         return [self.names[u] for u in chosen]
 
     def crawled(self, user: str, now: float, posts: Sequence[float], overflow: bool) -> None:

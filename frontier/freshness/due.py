@@ -11,6 +11,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 
+import numpy as np
+import numpy.typing as npt
+
 
 class DueQueue:
     def __init__(self, users: int) -> None:
@@ -52,6 +55,20 @@ class DueQueue:
         top = self.peek()
         due = [t for t in (min(self.pool.values()) if self.pool else None, top[0] if top else None) if t is not None]
         return min(due) if due else None
+
+    def take(self, now: float, limit: int,
+             backlog: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float64]]) -> list[int]:
+        """Pool every user due by ``now``, then take (start) at most ``limit`` of the pooled, the
+        largest ``backlog`` first (ties in pool order)."""
+        while (top := self.peek()) is not None and top[0] <= now:
+            self.pop()
+            self.pool[top[1]] = top[0]
+        if limit <= 0 or not self.pool:
+            return []
+        pooled = np.fromiter(self.pool, dtype=np.int64, count=len(self.pool))
+        chosen: list[int] = pooled[np.argsort(-backlog(pooled), kind="stable")[:limit]].tolist()
+        self.start(chosen)
+        return chosen
 
     def start(self, users: list[int]) -> None:
         """The pooled ``users`` are taken: in flight until reported."""

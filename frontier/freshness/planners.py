@@ -111,16 +111,7 @@ class FreshnessPlanner:
 
     def take(self, now: float, limit: int) -> list[str]:
         self._advance(now)
-        while (top := self.queue.peek()) is not None and top[0] <= now:
-            self.queue.pop()
-            self.queue.pool[top[1]] = top[0]
-        if limit <= 0 or not self.queue.pool:
-            return []
-        pooled = np.fromiter(self.queue.pool, dtype=np.int64, count=len(self.queue.pool))
-        backlog = self.backlog(pooled, now)
-        chosen = pooled[np.argsort(-backlog, kind="stable")[:limit]].tolist()
-        self.queue.start(chosen)
-        return [self.names[u] for u in chosen]
+        return [self.names[u] for u in self.queue.take(now, limit, lambda users: self.backlog(users, now))]
 
     def crawled(self, user: str, now: float, posts: Sequence[float], overflow: bool) -> None:
         self._advance(now)
