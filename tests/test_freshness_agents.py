@@ -42,9 +42,10 @@ TOKENS = ("token-a", "token-b")
 
 
 def crawl_with_two_agents(tmp_path: Path, source: RegularPosters, history: Mapping[str, Sequence[float]],
-                          *options: str) -> tuple[list[LogRecord], list[FreshnessPolicy]]:
+                          *options: str, runs: Sequence[float] = (6.0,)) -> tuple[list[LogRecord], list[list[FreshnessPolicy]]]:
     """Crawl ``source``'s users with two agents, given ``history`` (the model's belief: the posts
-    before ``T0``, which may not be the source's)."""
+    before ``T0``, which may not be the source's), once for each of ``runs`` seconds: a run after the
+    first resumes from the agents' checkpoints. Returns the server's log and each run's policies."""
     web = WebThread(None, tmp_path / "requests.jsonl", posting=TimelineParams(source, t0=T0, scale=SCALE,
                                                                              calls_per_hour=LIMIT))
     model = write_model(tmp_path / "model", web.web.seeds[0], source.users, history)
@@ -58,28 +59,30 @@ hosts = ["api.posting.test"]
 spread = true
 """ for i, token in enumerate(TOKENS)))
     out = tmp_path / "out"
+    out.mkdir()
+    SharedIpTable.create(out / "ip-table")  # the supervisor's part with several agents
+    policies: list[list[FreshnessPolicy]] = []
     try:
-        config = configuration.load(toml, [
-            f'store.dir="{out}"', 'engine.progress="off"', f'engine.user_agent="{USER_AGENT}"',
-            f'dns.servers=["{web.web.dns_address}"]', 'network.allow_networks=["127.0.0.0/8"]',
-            "politeness.host_delay=0", "politeness.ip_delay=0", "frontier.sieve_flush_interval=0",
-            "engine.max_seconds=6", 'policy.name="freshness"', f'policy.model="{model}"',
-            'policy.planner="hash"', "policy.per_crawl=20", f"policy.time_scale={SCALE}",
-            'policy.settings=["hash.threshold=3"]', *options,
-        ])
-        out.mkdir()
-        SharedIpTable.create(out / "ip-table")  # the supervisor's part with several agents
-        agents = [Agent(config, web.web.seeds, index=i, agents=2) for i in range(2)]
+        for seconds in runs:
+            config = configuration.load(toml, [
+                f'store.dir="{out}"', 'engine.progress="off"', f'engine.user_agent="{USER_AGENT}"',
+                f'dns.servers=["{web.web.dns_address}"]', 'network.allow_networks=["127.0.0.0/8"]',
+                "politeness.host_delay=0", "politeness.ip_delay=0", "frontier.sieve_flush_interval=0",
+                f"engine.max_seconds={seconds}", 'policy.name="freshness"', f'policy.model="{model}"',
+                'policy.planner="hash"', "policy.per_crawl=20", f"policy.time_scale={SCALE}",
+                'policy.settings=["hash.threshold=3"]', *options,
+            ])
+            agents = [Agent(config, web.web.seeds, index=i, agents=2) for i in range(2)]
 
-        async def both() -> None:
-            await asyncio.gather(*(agent.run() for agent in agents))
+            async def both() -> None:
+                await asyncio.gather(*(agent.run() for agent in agents))
 
-        uvloop.run(both())
+            uvloop.run(both())
+            policies.append([agent.crew.frontier.policy for agent in agents])  # type: ignore[misc]
     finally:
         log = web.stop()
-    policies = [agent.crew.frontier.policy for agent in agents]
-    assert all(isinstance(p, FreshnessPolicy) for p in policies)
-    return log, policies  # type: ignore[return-value]
+    assert all(isinstance(p, FreshnessPolicy) for run in policies for p in run)
+    return log, policies
 
 
 Crawl = tuple[Path, RegularPosters, list[LogRecord], list[FreshnessPolicy]]
@@ -99,8 +102,21 @@ def distributed(tmp_path_factory: pytest.TempPathFactory) -> Crawl:
     # the load of a busy user, but the planners expect nothing from it on a workday (the crawl's
     # days), so its agent has calls to spare at the first round and the other moves a user to it
     history["u11"] = [t for t in range(int(T0 - 14 * DAY), int(T0), 300) if weekend(t)]
-    log, policies = crawl_with_two_agents(tmp_path, source, history, "policy.rebalance_hours=1")
-    return tmp_path, source, log, policies
+    log, runs = crawl_with_two_agents(tmp_path, source, history, "policy.rebalance_hours=1")
+    return tmp_path, source, log, runs[-1]
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Crawl, list[FreshnessPolicy]]:
+    """The distributed crawl cut in two: stopped, then resumed from the agents' checkpoints; with
+    the first run's policies."""
+    tmp_path = tmp_path_factory.mktemp("fresh-resume")
+    source = RegularPosters(12)
+    history = {u: source.posts(u, T0 - 14 * DAY, T0) for u in source.users}
+    history["u11"] = [t for t in range(int(T0 - 14 * DAY), int(T0), 300) if weekend(t)]  # as above: a move
+    log, (first, second) = crawl_with_two_agents(tmp_path, source, history, "policy.rebalance_hours=1",
+                                                 runs=(3.5, 3.5))
+    return (tmp_path, source, log, second), first
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +124,8 @@ def centralized(tmp_path_factory: pytest.TempPathFactory) -> Crawl:
     tmp_path = tmp_path_factory.mktemp("fresh-central")
     source = RegularPosters(12)
     history = {u: source.posts(u, T0 - 14 * DAY, T0) for u in source.users}
-    log, policies = crawl_with_two_agents(tmp_path, source, history, 'policy.architecture="centralized"')
-    return tmp_path, source, log, policies
+    log, runs = crawl_with_two_agents(tmp_path, source, history, 'policy.architecture="centralized"')
+    return tmp_path, source, log, runs[-1]
 
 
 def check_calls(crawl: Crawl) -> list[LogRecord]:
@@ -159,8 +175,9 @@ def test_users_move_to_the_agent_with_calls_to_spare_with_their_state(distribute
                 assert user in policy.newest and policy.recent.get(user), user
 
 
-def test_each_user_keeps_one_token_but_after_a_move(distributed: Crawl) -> None:
-    _, source, log, policies = distributed
+def check_tokens(crawl: Crawl) -> None:
+    """Each user's calls carry one token, but for a switch after each of its moves."""
+    _, source, log, policies = crawl
     moves = {u: max(p.sharing.epoch.get(u, 0) for p in policies if p.sharing is not None) for u in source.users}
     calls = sorted((r for r in log if r.target.startswith("/timeline") and r.status in (200, 304)), key=lambda r: r.start)
     tokens: defaultdict[str, list[str | None]] = defaultdict(list)
@@ -169,6 +186,10 @@ def test_each_user_keeps_one_token_but_after_a_move(distributed: Crawl) -> None:
     for user, used in tokens.items():
         switches = sum(a != b for a, b in itertools.pairwise(used))
         assert switches <= moves[user], (user, used, moves[user])
+
+
+def test_each_user_keeps_one_token_but_after_a_move(distributed: Crawl) -> None:
+    check_tokens(distributed)
 
 
 def test_no_post_is_lost_whichever_agent_crawled_the_user(distributed: Crawl) -> None:
@@ -190,3 +211,21 @@ def test_centralized_agent_0_plans_and_sends_each_crawl_to_the_shortest_to_do_li
 
 def test_centralized_loses_no_post(centralized: Crawl) -> None:
     check_no_post_lost(centralized)
+
+
+def test_a_resumed_crawl_keeps_its_plans_owners_and_limits_and_loses_no_post(
+        resumed: tuple[Crawl, list[FreshnessPolicy]]) -> None:
+    crawl, first = resumed
+    _, source, _, second = crawl
+    calls = check_calls(crawl)  # each token within its limit in every lab hour, the restart's too
+    check_tokens(crawl)
+    check_no_post_lost(crawl)
+    assert sum(p.sharing.moved_out for p in first if p.sharing is not None) >= 1
+    a, b = (p.sharing for p in second)
+    assert a is not None and b is not None
+    for user in source.users:  # the owners the first run agreed on, its moves included, came back
+        assert a.owner[user] == b.owner[user] or a.epoch.get(user, 0) != b.epoch.get(user, 0), user
+    # the resumed planners went on from the first run's: they hold its crawls as well as their own
+    before = sum(p.planner.statistics().crawls for p in first)
+    after = sum(p.planner.statistics().crawls for p in second)
+    assert before >= len(source.users) and after >= len(calls) - 2, (before, after, len(calls))
