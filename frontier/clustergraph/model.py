@@ -75,6 +75,10 @@ class Params(LearnedParams):
     feeds: bool = True
     """Rule F (not the paper's; off in literal mode): delete clusters whose sampled pages are mostly
     syndication feeds (RSS, Atom), alternates of the HTML listings they repeat: ``frontier/clustergraph/feeds.py``."""
+    numbers_apart: bool = True
+    """δ keeps a small pattern with a number in its query (``/?*=$``) that would otherwise fold into a retained
+    one with a word there (``/?*=*``): a number selects other content, a word repeats a page (ours; off in
+    literal mode): ``patterns.numbers_apart``."""
     literal_numbers: bool = False
     """A frequent all-digit token may stay literal (the paper: ``?page=2`` is then a cluster of its own);
     off: numbers are data, always ``$``. Literal mode implies it."""

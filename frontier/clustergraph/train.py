@@ -12,7 +12,9 @@ The pipeline (one function per step below):
    target), each URL normalised (:func:`~frontier.clustergraph.urls.normalise`: no scheme,
    port or fragment), in ``seq`` order, a page met twice being one page;
 2. itemise → stable itemsets per part (M bins, support S) → each page's pattern;
-3. δ removal of the smallest patterns; the survivors form V0;
+3. δ removal of the smallest patterns, except those with a number in the query that would fold
+   into a pattern with a word there (ours: :func:`~frontier.clustergraph.patterns.numbers_apart`);
+   the survivors form V0;
 4. every page and outlink re-mapped with the runtime :class:`~frontier.clustergraph.patterns.Mapper`,
    so training and crawling agree, and E0 built (:mod:`~frontier.clustergraph.graph`);
 5. edge deletion, node deletion H → U → D (:mod:`~frontier.clustergraph.pruning`);
@@ -29,7 +31,7 @@ from pathlib import Path
 
 from frontier.clustergraph.graph import ClusterGraph, build_graph
 from frontier.clustergraph.model import KEPT, ClusterInfo, EdgeInfo, Model, Params
-from frontier.clustergraph.patterns import Itemsets, Mapper, pattern_of, remove_small
+from frontier.clustergraph.patterns import Itemsets, Mapper, numbers_apart, pattern_of, remove_small
 from frontier.clustergraph.pruning import SMALL_PATTERN, Pruning, prune, reachable
 from frontier.clustergraph.feeds import FEED, feed_clusters
 from frontier.clustergraph.thin import THIN_CONTENT, Blocks, thin_clusters
@@ -128,6 +130,11 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
                              numbers=params.literal or params.literal_numbers)
     derived = {page: pattern_of(page, itemsets, params.strict_nesting) for page in order}
     retained = remove_small(Counter(derived.values()), len(order), params.delta)
+    if params.numbers_apart and not params.literal:
+        members: dict[str, list[str]] = {}
+        for page, pattern in derived.items():
+            members.setdefault(pattern, []).append(page)
+        retained |= numbers_apart(set(members) - retained, retained, members)
     mapper = Mapper(itemsets, retained, (), params.strict_nesting)
 
     known: dict[str, str | None] = {}
