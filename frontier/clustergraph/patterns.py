@@ -184,6 +184,16 @@ def query_keys(normalised: str) -> frozenset[str]:
     return frozenset(pair.partition("=")[0] for pair in query.split("&")) if query else frozenset()
 
 
+def _as_url(parts: Tokens) -> Tokens:
+    """A pattern's tokens as a URL of it would be: a number where the pattern says ``$``."""
+    return Tokens(*(tuple("0" if piece == "$" else piece for piece in part) for part in parts))
+
+
+def instance_of(special: str, general: str) -> bool:
+    """Whether every URL of pattern ``special`` fits pattern ``general`` (``$.lj/$.html`` of ``*.lj/$.html``)."""
+    return Mapper(Itemsets({}, {}, {}), (general,), ()).fallback(_as_url(tokens(special))) == general
+
+
 def numbers_apart(removed: Iterable[str], retained: Iterable[str], members: Mapping[str, Iterable[str]]) -> set[str]:
     """The patterns δ removed that would fold into a retained one reading a number of their query as a word (ours).
 
@@ -203,9 +213,7 @@ def numbers_apart(removed: Iterable[str], retained: Iterable[str], members: Mapp
     found: set[str] = set()
     for pattern in removed:
         parts = tokens(pattern)
-        # as a URL of the pattern would be: a number where the pattern says ``$``
-        url = Tokens(*(tuple("0" if piece == "$" else piece for piece in part) for part in parts))
-        target = mapper.fallback(url)
+        target = mapper.fallback(_as_url(parts))
         if target is None or keys.get(pattern, frozenset()) & keys.get(target, frozenset()):
             continue
         if any(mine == "$" and theirs == "*" for mine, theirs in zip(parts.query[::2], tokens(target).query[::2],

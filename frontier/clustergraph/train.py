@@ -17,7 +17,7 @@ The pipeline (one function per step below):
    the survivors form V0;
 4. every page and outlink re-mapped with the runtime :class:`~frontier.clustergraph.patterns.Mapper`,
    so training and crawling agree, and E0 built (:mod:`~frontier.clustergraph.graph`);
-5. edge deletion, node deletion H → U → D (:mod:`~frontier.clustergraph.pruning`);
+5. edge deletion, node deletion H → T/F → R → U → D (:mod:`~frontier.clustergraph.pruning`);
 6. reachability of the survivors from the seed clusters (a warning per run, no repair).
 """
 
@@ -150,7 +150,9 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
     pruning = prune(graph, tau=params.tau, budget=params.combination_budget,
                     guard=None if params.literal else params.header_guard, sigmas=params.u_sigmas, views=views, by_content=by_content,
                     listing_cov=0.0 if params.literal else params.listing_cov,
-                    listing_fan_out=0.0 if params.literal else params.listing_fan_out)
+                    listing_fan_out=0.0 if params.literal else params.listing_fan_out,
+                    detour_tau=params.tau if params.detours and not params.literal else None,
+                    starts={c for seed in seeds if (c := cluster_of(normalise(seed))) is not None})
     seed_clusters, unreachable = _reachability(seeds, pages, cluster_of, pruning)
     warnings = list(pruning.warnings)
     if unreachable:
