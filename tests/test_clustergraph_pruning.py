@@ -18,6 +18,7 @@ from frontier.clustergraph.pruning import (
     DUPLICATE_CONTENT,
     HEADER_FOOTER,
     NODE_DELETED,
+    PAGINATION,
     REDUNDANT,
     SELF_LOOP,
     TAU_UNREACHABLE,
@@ -282,3 +283,16 @@ def test_rule_r_spares_a_way_through_the_site_and_a_twin_of_the_content() -> Non
     renamed = {"HOME": "*.lj.test/", "POST": "*.lj.test/$.html", "TAG": "$.lj.test/$.html"}
     graph = toy(twins, [(renamed[s], renamed[d], cov, w, i) for s, d, cov, w, i in stats])
     assert prune(graph, detour_tau=0.6, starts={"*.lj.test/"}).nodes.reasons == {}
+
+
+def test_further_pages_lead_where_their_first_pages_kept_edges_lead() -> None:
+    """A journal's older pages (OLDER) list posts as its first pages (HOME) do; edge deletion keeps HOME → POST only."""
+    sizes = {"HOME": 50, "OLDER": 10, "POST": 1000, "PROF": 50}
+    graph = toy(sizes, [("HOME", "OLDER", 0.9, 50, 50), ("HOME", "POST", 0.7, 50, 750), ("OLDER", "POST", 0.2, 10, 200),
+                        ("HOME", "PROF", 0.9, 50, 50), ("POST", "HOME", 1.0, 500, 500)])
+    plain = prune(graph)
+    assert ("OLDER", "POST") not in plain.final_edges and plain.edge_reason(("OLDER", "POST")) == REDUNDANT
+    pruned = prune(graph, paginations={"OLDER": "HOME"})
+    # OLDER → PROF is no edge of E0 (its pages do not link profiles): nothing to inherit there
+    assert pruned.final_edges - plain.final_edges == {("OLDER", "POST")} == pruned.inherited
+    assert pruned.edge_reason(("OLDER", "POST")) == PAGINATION

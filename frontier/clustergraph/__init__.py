@@ -31,7 +31,8 @@ and rule F clusters mostly of syndication feeds (:mod:`~frontier.clustergraph.fe
 unless one is the only kept way into another; rule R deletes a listing entered only from the clusters it
 leads back to when those link most of themselves (tag listings and calendar days of posts: ``detours``);
 δ keeps a rare pattern with a number for another query parameter apart from one with a word there
-(``?skip=20`` from ``?ref=friends``: ``numbers_apart``);
+(``?skip=20`` from ``?ref=friends``: ``numbers_apart``), and such further pages lead where their first
+pages' kept edges lead (``paginations``);
 rule D needs the pruned listing edge to have covered at least
 ``listing_cov`` of the content with ``listing_fan_out`` links per page (a template link is no
 listing); rule H has the digest's guard.

@@ -75,6 +75,9 @@ class Params(LearnedParams):
     feeds: bool = True
     """Rule F (not the paper's; off in literal mode): delete clusters whose sampled pages are mostly
     syndication feeds (RSS, Atom), alternates of the HTML listings they repeat: ``frontier/clustergraph/feeds.py``."""
+    paginations: bool = True
+    """Further pages of a cluster (its URLs with a number parameter added: ``?skip=20``) lead where its first
+    pages' kept edges lead (ours; off in literal mode): ``variants.paginations``."""
     detours: bool = True
     """Rule R (not the paper's; off in literal mode): delete a listing entered only from the clusters it leads
     back to, each of which links more than τ of itself (tag listings and calendar days of posts that link

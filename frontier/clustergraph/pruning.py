@@ -46,6 +46,7 @@ COVERING_GREEDY = "covering_greedy"
 TAU_UNREACHABLE = "tau_unreachable"
 REDUNDANT = "redundant"
 NODE_DELETED = "node_deleted"
+PAGINATION = "pagination"
 
 # why a node was deleted (SMALL_PATTERN is decided earlier, by δ removal)
 SMALL_PATTERN = "small_pattern"
@@ -362,9 +363,13 @@ class Pruning:
     survivors: frozenset[str]
     final_edges: frozenset[EdgeKey]
     warnings: tuple[str, ...]
+    inherited: frozenset[EdgeKey] = frozenset()
+    """The edges of E_final that a cluster of further pages has from its base (``paginations``)."""
 
     def edge_reason(self, key: EdgeKey) -> str:
         """Why edge ``key`` of E0 is in E_final or not (edge deletion first, then node deletion)."""
+        if key in self.inherited:
+            return PAGINATION
         why = self.edges.reasons.get(key, NODE_DELETED)  # an edge of a rule-V view never reached edge deletion
         return NODE_DELETED if why != REDUNDANT and key not in self.final_edges else why
 
@@ -382,13 +387,17 @@ def prune(
     listing_fan_out: float = 0.0,
     detour_tau: float | None = None,
     starts: Iterable[str] = (),
+    paginations: Mapping[str, str] | None = None,
 ) -> Pruning:
     """Edge deletion, then node deletion; the warnings of both (greedy fallbacks, U's threshold).
 
     ``views`` (rule V, :mod:`frontier.clustergraph.variants`: cluster → note) are deleted first,
     with their edges, so that edge deletion and H/U/D run on the graph without them. ``by_content`` (rules T and F:
     cluster → (reason, note)) are deleted before U, if nothing depends on them; rule R (:func:`detours`) after
-    them, when ``detour_tau`` is given (the clusters of ``starts``, the seeds', spared)."""
+    them, when ``detour_tau`` is given (the clusters of ``starts``, the seeds', spared). ``paginations`` (ours,
+    :func:`~frontier.clustergraph.variants.paginations`: cluster of further pages → its base) adds to E_final,
+    for each surviving pair, the edges of E0 from the further pages to where the base's kept edges lead: a
+    journal's older pages list posts as its first page does, though edge deletion found the first enough."""
     views = dict(views or {})
     if views:
         graph = ClusterGraph({c: s for c, s in graph.sizes.items() if c not in views},
@@ -402,5 +411,9 @@ def prune(
                              nodes.warnings)
     survivors = frozenset(graph.sizes) - set(nodes.reasons)
     final = frozenset(key for key in edges.kept if key[0] in survivors and key[1] in survivors)
+    inherited = frozenset(
+        (page, dst) for page, base in (paginations or {}).items() if page in survivors and base in survivors
+        for src, dst in final if src == base and dst not in (base, page) and (page, dst) in graph.edges
+    ) - final
     warnings = [f"edge deletion into {target}: greedy cover (over {budget} combinations)" for target in edges.greedy]
-    return Pruning(edges, nodes, survivors, final, (*warnings, *nodes.warnings))
+    return Pruning(edges, nodes, survivors, final | inherited, (*warnings, *nodes.warnings), inherited)

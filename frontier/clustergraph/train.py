@@ -36,7 +36,7 @@ from frontier.clustergraph.pruning import SMALL_PATTERN, Pruning, prune, reachab
 from frontier.clustergraph.feeds import FEED, feed_clusters
 from frontier.clustergraph.thin import THIN_CONTENT, Blocks, thin_clusters
 from frontier.clustergraph.urls import normalise
-from frontier.clustergraph.variants import parameter_variants
+from frontier.clustergraph.variants import paginations, parameter_variants
 
 SAMPLES_PER_CLUSTER = 5
 
@@ -131,10 +131,10 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
     derived = {page: pattern_of(page, itemsets, params.strict_nesting) for page in order}
     retained = remove_small(Counter(derived.values()), len(order), params.delta)
     if params.numbers_apart and not params.literal:
-        members: dict[str, list[str]] = {}
+        by_pattern: dict[str, list[str]] = {}
         for page, pattern in derived.items():
-            members.setdefault(pattern, []).append(page)
-        retained |= numbers_apart(set(members) - retained, retained, members)
+            by_pattern.setdefault(pattern, []).append(page)
+        retained |= numbers_apart(set(by_pattern) - retained, retained, by_pattern)
     mapper = Mapper(itemsets, retained, (), params.strict_nesting)
 
     known: dict[str, str | None] = {}
@@ -145,14 +145,17 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
         return known[url]
 
     graph = build_graph(pages.items(), cluster_of, sampled_only=params.edge_universe == "sampled")
-    views = parameter_variants(_members(pages, cluster_of), cluster_of) if params.views and not params.literal else {}
+    members = _members(pages, cluster_of)
+    views = parameter_variants(members, cluster_of) if params.views and not params.literal else {}
+    pages_of = paginations(members, cluster_of) if params.paginations and not params.literal else {}
     by_content = {} if params.literal else _by_content(sample, params, cluster_of)
     pruning = prune(graph, tau=params.tau, budget=params.combination_budget,
                     guard=None if params.literal else params.header_guard, sigmas=params.u_sigmas, views=views, by_content=by_content,
                     listing_cov=0.0 if params.literal else params.listing_cov,
                     listing_fan_out=0.0 if params.literal else params.listing_fan_out,
                     detour_tau=params.tau if params.detours and not params.literal else None,
-                    starts={c for seed in seeds if (c := cluster_of(normalise(seed))) is not None})
+                    starts={c for seed in seeds if (c := cluster_of(normalise(seed))) is not None},
+                    paginations=pages_of)
     seed_clusters, unreachable = _reachability(seeds, pages, cluster_of, pruning)
     warnings = list(pruning.warnings)
     if unreachable:

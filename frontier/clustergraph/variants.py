@@ -35,6 +35,48 @@ def without_word_parameters(normalised: str) -> str:
     return f"{path}?{'&'.join(kept)}" if kept else path
 
 
+def without_number_parameters(normalised: str) -> str:
+    """``normalised`` without the query parameters whose value is all digits (the query dropped if none is left)."""
+    path, mark, query = normalised.partition("?")
+    if not mark:
+        return normalised
+    kept = [pair for pair in query.split("&") if not ((value := pair.partition("=")[2]).isdigit() and value.isascii())]
+    return f"{path}?{'&'.join(kept)}" if kept else path
+
+
+def _base(cluster: str, urls: set[str], strip: Callable[[str], str], cluster_of: Callable[[str], str | None],
+          min_share: float) -> tuple[str, int, set[str]] | None:
+    """The one other cluster that nearly all of ``urls`` map to once ``strip`` changed them: (base, count, stripped)."""
+    changed = [plain for url in urls if (plain := strip(url)) != url]
+    stripped = set(changed)
+    if not urls or not stripped or len(changed) < min_share * len(urls):
+        return None
+    bases = Counter(cluster_of(url) for url in stripped)
+    base, count = min(bases.items(), key=lambda item: (-item[1], item[0] or ""))
+    if base is None or base == cluster or count < min_share * len(stripped):
+        return None
+    return base, count, stripped
+
+
+def paginations(
+    members: Mapping[str, Iterable[str]], cluster_of: Callable[[str], str | None], min_share: float = 0.9,
+) -> dict[str, str]:
+    """The clusters of ``members`` that are further pages of another cluster's pages: cluster → that base.
+
+    Rule V's counterpart for numbers: strip from each URL the query parameters whose value is a
+    number (``?skip=20``, ``?page=2``, ``?before=1234``); if that changes nearly all of them and
+    nearly all of what is left maps to one other cluster, the cluster holds that cluster's later
+    pages (a journal's older entries, a post's further comments), which list what the first
+    page lists. Pruning lets them lead where their base's kept edges lead (``pruning.prune``).
+    """
+    found: dict[str, str] = {}
+    for cluster in sorted(members):
+        if "?" in cluster and (based := _base(cluster, set(members[cluster]), without_number_parameters,
+                                              cluster_of, min_share)):
+            found[cluster] = based[0]
+    return found
+
+
 def parameter_variants(
     members: Mapping[str, Iterable[str]],
     cluster_of: Callable[[str], str | None],
@@ -47,15 +89,12 @@ def parameter_variants(
         if "?" not in cluster:
             continue
         urls = set(members[cluster])
-        changed = [plain for url in urls if (plain := without_word_parameters(url)) != url]
-        stripped = set(changed)
+        changed = sum(1 for url in urls if without_word_parameters(url) != url)
         # nearly every URL must be a view: ``*.blog.test/?*=*`` mixes ``?ref=friends`` with ``?skip=20``
-        if not urls or len(changed) < min_share * len(urls) or len(stripped) < min_spread * len(changed):
+        based = _base(cluster, urls, without_word_parameters, cluster_of, min_share)
+        if based is None or len(based[2]) < min_spread * changed:
             continue
-        bases = Counter(cluster_of(url) for url in stripped)
-        base, count = min(bases.items(), key=lambda item: (-item[1], item[0] or ""))
-        if base is None or base == cluster or count < min_share * len(stripped):
-            continue
+        base, count, stripped = based
         found[cluster] = (f"a view of {base}: {count} of {len(stripped)} URLs without their word parameters "
                           f"map there ({len(urls)} URLs)")
     return found
