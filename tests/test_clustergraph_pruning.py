@@ -296,3 +296,12 @@ def test_further_pages_lead_where_their_first_pages_kept_edges_lead() -> None:
     # OLDER → PROF is no edge of E0 (its pages do not link profiles): nothing to inherit there
     assert pruned.final_edges - plain.final_edges == {("OLDER", "POST")} == pruned.inherited
     assert pruned.edge_reason(("OLDER", "POST")) == PAGINATION
+
+
+def test_rule_r_spares_further_pages_of_the_content() -> None:
+    """A post's next comment pages are entered from the post and lead back to posts: the post's own content."""
+    sizes = {"HOME": 50, "POST": 1000, "MORE": 100}
+    graph = toy(sizes, [("HOME", "POST", 0.25, 50, 750), ("POST", "HOME", 1.0, 500, 500), ("POST", "POST", 0.8, 1000, 3000),
+                        ("POST", "MORE", 0.9, 100, 100), ("MORE", "POST", 0.3, 100, 1500)])
+    assert prune(graph, detour_tau=0.6, starts={"HOME"}).nodes.reasons == {"MORE": DETOUR}
+    assert prune(graph, detour_tau=0.6, starts={"HOME"}, paginations={"MORE": "POST"}).nodes.reasons == {}

@@ -269,13 +269,15 @@ def duplicate_content(
     return found, protected
 
 
-def detours(graph: ClusterGraph, survivors: _Survivors, tau: float, starts: Iterable[str]) -> dict[str, str]:
+def detours(graph: ClusterGraph, survivors: _Survivors, tau: float, starts: Iterable[str],
+            paginations: Mapping[str, str] | None = None) -> dict[str, str]:
     """Rule R (ours), sequential in sorted order: the listings that only lead back to where they are entered from.
 
     A live cluster i, not a seed's, whose kept non-self edges lead to the very clusters k its kept
     edges come in from, where each such k's own pages link more than τ of k (its self-loop's
     coverage) and i's pattern is no instance of k's (``$.lj/…`` of ``*.lj/…`` is k's own kind,
-    under all-digit names): i is entered from k and leads back only to k, which reaches
+    under all-digit names) nor i's further pages (``paginations``: a post's next comment pages are
+    the post's own content): i is entered from k and leads back only to k, which reaches
     most of itself without i. A cluster entered from elsewhere as well (reviews, reached from
     books and from their writers, leading to the writers) is a way through the site, not a
     detour. That is a listing kept beside its content, the non-leaf case of
@@ -286,6 +288,7 @@ def detours(graph: ClusterGraph, survivors: _Survivors, tau: float, starts: Iter
     clusters are kept, as the crawl starts there.
     """
     protected = set(starts)
+    pages_of = paginations or {}
     found: dict[str, str] = {}
     for node in sorted(survivors.alive):
         if node in protected or survivors.is_leaf(node):
@@ -294,7 +297,7 @@ def detours(graph: ClusterGraph, survivors: _Survivors, tau: float, starts: Iter
         entered = {src for src, dst in survivors.kept if dst == node != src and src in survivors.alive}
         selves = {k: graph.edges[(k, k)].cov if (k, k) in graph.edges else 0.0 for k in led}
         if (led == entered and all(cov > tau for cov in selves.values())
-                and not any(instance_of(node, k) for k in led)):
+                and not any(instance_of(node, k) or pages_of.get(node) == k for k in led)):
             survivors.delete(node)
             shown = ", ".join(f"{k} (self-loop cov {cov:.2f})" for k, cov in sorted(selves.items()))
             found[node] = f"entered from and leading back only to {shown}"
@@ -304,7 +307,7 @@ def detours(graph: ClusterGraph, survivors: _Survivors, tau: float, starts: Iter
 def delete_nodes(
     graph: ClusterGraph, deletion: EdgeDeletion, guard: float | None = 0.05, sigmas: float = 2.0,
     listing_cov: float = 0.0, listing_fan_out: float = 0.0, by_content: Mapping[str, tuple[str, str]] | None = None,
-    detour_tau: float | None = None, starts: Iterable[str] = (),
+    detour_tau: float | None = None, starts: Iterable[str] = (), paginations: Mapping[str, str] | None = None,
 ) -> NodeDeletion:
     """H → T/F → R → U → D, one pass (digest §2.11; T and F, ours, delete the ``by_content`` clusters that nothing
     needs: whatever they lead to along a kept edge has another kept way in, as a leaf trivially has; R, ours,
@@ -326,7 +329,7 @@ def delete_nodes(
             reason, note = by_content[node]
             delete({node: note}, reason)
     if detour_tau is not None:
-        delete(detours(graph, survivors, detour_tau, starts), DETOUR)
+        delete(detours(graph, survivors, detour_tau, starts, paginations), DETOUR)
     small, threshold = uninformative(graph, survivors, sigmas)
     if threshold <= 0:
         warnings.append(f"rule U deletes nothing: its threshold mean − {sigmas:g}·std = {threshold:.2f} is ≤ 0")
@@ -404,7 +407,8 @@ def prune(
                              {c: u for c, u in graph.universes.items() if c not in views},
                              {k: e for k, e in graph.edges.items() if k[0] not in views and k[1] not in views}, graph.n)
     edges = delete_edges(graph, tau, budget)
-    nodes = delete_nodes(graph, edges, guard, sigmas, listing_cov, listing_fan_out, by_content, detour_tau, starts)
+    nodes = delete_nodes(graph, edges, guard, sigmas, listing_cov, listing_fan_out, by_content, detour_tau, starts,
+                         paginations)
     if views:
         nodes = NodeDeletion(dict(sorted({**nodes.reasons, **dict.fromkeys(views, PARAMETER_VARIANT)}.items())),
                              dict(sorted({**nodes.notes, **views}.items())), nodes.protected, nodes.u_threshold,
