@@ -26,22 +26,25 @@ from collections.abc import Callable, Iterable, Mapping
 PARAMETER_VARIANT = "parameter_variant"
 
 
-def without_word_parameters(normalised: str) -> str:
-    """``normalised`` without the query parameters whose value is not all digits (the query dropped if none is left)."""
+def _keeping(normalised: str, numbers: bool) -> str:
+    """``normalised`` with only the query parameters whose value is all digits (``numbers``) or is not (the
+    query dropped if none is left)."""
     path, mark, query = normalised.partition("?")
     if not mark:
         return normalised
-    kept = [pair for pair in query.split("&") if (value := pair.partition("=")[2]).isdigit() and value.isascii()]
+    kept = [pair for pair in query.split("&")
+            if ((value := pair.partition("=")[2]).isdigit() and value.isascii()) == numbers]
     return f"{path}?{'&'.join(kept)}" if kept else path
+
+
+def without_word_parameters(normalised: str) -> str:
+    """``normalised`` without the query parameters whose value is not all digits (the query dropped if none is left)."""
+    return _keeping(normalised, numbers=True)
 
 
 def without_number_parameters(normalised: str) -> str:
     """``normalised`` without the query parameters whose value is all digits (the query dropped if none is left)."""
-    path, mark, query = normalised.partition("?")
-    if not mark:
-        return normalised
-    kept = [pair for pair in query.split("&") if not ((value := pair.partition("=")[2]).isdigit() and value.isascii())]
-    return f"{path}?{'&'.join(kept)}" if kept else path
+    return _keeping(normalised, numbers=False)
 
 
 def _base(cluster: str, urls: set[str], strip: Callable[[str], str], cluster_of: Callable[[str], str | None],
