@@ -16,6 +16,10 @@ selector, not a view), the cluster is a view of that base and is deleted.
 It runs on E0 before edge deletion (``pruning.prune``), so that no target counts on a view for
 its coverage. Literal mode turns it off. Input: each cluster's members (the sampled and
 discovered URLs mapped to it) and the mapping; output: the deleted clusters with a note.
+
+Its counterpart for numbers, :func:`paginations` (ours too), strips the number parameters
+instead: a cluster that is another's URLs with a number added holds that cluster's further
+pages, which pruning lets lead where the first pages' kept edges lead.
 """
 
 from __future__ import annotations
