@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frontier.clustergraph.patterns import Itemsets, Mapper, node_of, pattern_of, remove_small
+from frontier.clustergraph.patterns import Itemsets, Mapper, node_of, numbers_apart, pattern_of, query_keys, remove_small
 from frontier.clustergraph.urls import itemise, normalise, tokens
 
 
@@ -229,6 +229,32 @@ def test_remove_small_ties_by_pattern_and_stops_at_the_first_that_does_not_fit()
     assert remove_small({"b": 5, "a": 5, "c": 990}, 1000, 0.005) == {"b", "c"}
     assert remove_small({"a": 5, "b": 990}, 1000, 0.0) == {"a", "b"}
     assert remove_small({"a": 3, "b": 90}, 100, 0.1) == {"b"}  # 7 URLs uncovered already (failed or unmapped)
+
+
+def test_a_small_pattern_with_a_number_for_another_parameter_is_kept_apart() -> None:
+    """δ would fold a journal's older pages (``?skip=20``) into its tracking aliases (``?ref=friends``)."""
+    members = {"*.lj.test/?*=*": ["a.lj.test/?ref=friends", "b.lj.test/?ref=home"],
+               "*.lj.test/?*=$": ["c.lj.test/?skip=20"],
+               "*.lj.test/$.html?*=$": ["c.lj.test/5.html?page=2"],
+               "*.lj.test/$.html?*=*": ["c.lj.test/5.html?format=light"],
+               "*.lj.test/tag/*?*=$": ["c.lj.test/tag/cats?skip=20"]}
+    retained = {"*.lj.test/?*=*", "*.lj.test/$.html?*=*"}
+    assert numbers_apart(set(members) - retained, retained, members) == {"*.lj.test/?*=$", "*.lj.test/$.html?*=$"}
+    # and without the rule the mapper folds them in
+    mapper = Mapper(itemsets(["lj test"]), retained, [])
+    assert mapper.classify("c.lj.test/?skip=20") == ("*.lj.test/?*=*", None)
+
+
+def test_a_number_for_the_same_parameter_is_the_same_kind_of_page() -> None:
+    """A numeric user name in ``?journal=`` is still a tell-a-friend form: it folds in as δ says."""
+    members = {"www.lj.test/tell?itemid=$&journal=*": ["www.lj.test/tell?itemid=5&journal=bob"],
+               "www.lj.test/tell?itemid=$&journal=$": ["www.lj.test/tell?itemid=6&journal=100"],
+               "*.lj.test/$.html": ["bob.lj.test/5.html"], "*.lj.test/tag/$": ["bob.lj.test/tag/2020"],
+               "*.lj.test/tag/*": ["bob.lj.test/tag/cats"]}
+    retained = {"www.lj.test/tell?itemid=$&journal=*", "*.lj.test/$.html", "*.lj.test/tag/*"}
+    # the path's number (a tag named 2020) is a name, not a parameter value: folded in as well
+    assert numbers_apart(set(members) - retained, retained, members) == set()
+    assert query_keys("a.test/x?b=1&c&b=2") == {"b", "c"} and query_keys("a.test/x") == frozenset()
 
 
 # -- properties -----------------------------------------------------------------------------

@@ -14,9 +14,11 @@ from frontier.clustergraph.graph import ClusterGraph, Edge
 from frontier.clustergraph.pruning import (
     COVERING,
     COVERING_GREEDY,
+    DETOUR,
     DUPLICATE_CONTENT,
     HEADER_FOOTER,
     NODE_DELETED,
+    PAGINATION,
     REDUNDANT,
     SELF_LOOP,
     TAU_UNREACHABLE,
@@ -236,3 +238,70 @@ def test_reachability() -> None:
     edges = [("A", "B"), ("B", "C"), ("D", "A"), ("C", "C")]
     assert reachable(edges, ["A"]) == {"A", "B", "C"}
     assert reachable(edges, []) == set()
+
+
+# -- rule R (ours): detours -----------------------------------------------------------------
+
+
+def blog_like(post_self: float) -> ClusterGraph:
+    """HOME (the seed) lists POST; POST links itself (previous/next), its TAG listings, its DAY and PROF;
+    TAG and DAY list posts and lead nowhere else; DAY also leads to ARCH, which nothing else reaches."""
+    sizes = {"HOME": 50, "POST": 1000, "TAG": 100, "DAY": 100, "ARCH": 20, "PROF": 50}
+    return toy(sizes, [("HOME", "HOME", 0.9, 50, 500), ("HOME", "POST", 0.25, 50, 750), ("POST", "HOME", 1.0, 500, 500),
+                       ("POST", "POST", post_self, 1000, 3000), ("POST", "TAG", 0.9, 1000, 2000),
+                       ("POST", "DAY", 0.9, 1000, 1000), ("POST", "PROF", 1.0, 1000, 1000),
+                       ("TAG", "TAG", 0.3, 100, 100), ("TAG", "POST", 0.3, 100, 1500),
+                       ("DAY", "POST", 0.35, 100, 1200), ("DAY", "ARCH", 0.9, 100, 100), ("PROF", "PROF", 1.0, 50, 500)])
+
+
+def test_rule_r_deletes_a_listing_entered_from_and_leading_back_only_to_a_self_covering_cluster() -> None:
+    graph = blog_like(post_self=0.8)
+    assert {("TAG", "POST"), ("DAY", "POST")} <= prune(graph).final_edges  # the paper's rules keep both listings
+    assert {"TAG", "DAY"} <= prune(graph).survivors
+    pruned = prune(graph, detour_tau=0.6, starts={"HOME"})
+    # TAG goes; DAY is the only way into ARCH; PROF is a leaf; HOME is the seed's (it too leads only to POST)
+    assert pruned.nodes.reasons == {"TAG": DETOUR}
+    assert "POST (self-loop cov 0.80)" in pruned.nodes.notes["TAG"]
+    assert prune(graph, detour_tau=0.6).nodes.reasons == {"HOME": DETOUR, "TAG": DETOUR}  # without the seeds
+
+
+def test_rule_r_keeps_a_listing_of_a_cluster_that_does_not_reach_most_of_itself() -> None:
+    assert prune(blog_like(post_self=0.5), detour_tau=0.6, starts={"HOME"}).nodes.reasons == {}
+
+
+def test_rule_r_spares_a_way_through_the_site_and_a_twin_of_the_content() -> None:
+    sizes = {"HOME": 50, "POST": 1000, "TAG": 100}
+    stats: list[Stat] = [("HOME", "POST", 0.25, 50, 750), ("POST", "HOME", 1.0, 500, 500), ("POST", "POST", 0.8, 1000, 3000),
+                         ("POST", "TAG", 0.9, 1000, 2000), ("TAG", "POST", 0.3, 100, 1500)]
+    assert prune(toy(sizes, stats), detour_tau=0.6, starts={"HOME"}).nodes.reasons == {"TAG": DETOUR}
+    # entered from HOME as well: a way through the site (the books' reviews, reached from books and writers)
+    stats_through = [*stats[:3], ("POST", "TAG", 0.5, 1000, 2000), stats[4], ("HOME", "TAG", 0.5, 50, 50)]
+    through = prune(toy(sizes, stats_through), detour_tau=0.6, starts={"HOME"})
+    assert ("HOME", "TAG") in through.final_edges and through.nodes.reasons == {}
+    # the posts of all-digit user names, entered from and leading back to the others: the same kind of page
+    twins = {"*.lj.test/": 50, "*.lj.test/$.html": 1000, "$.lj.test/$.html": 100}
+    renamed = {"HOME": "*.lj.test/", "POST": "*.lj.test/$.html", "TAG": "$.lj.test/$.html"}
+    graph = toy(twins, [(renamed[s], renamed[d], cov, w, i) for s, d, cov, w, i in stats])
+    assert prune(graph, detour_tau=0.6, starts={"*.lj.test/"}).nodes.reasons == {}
+
+
+def test_further_pages_lead_where_their_first_pages_kept_edges_lead() -> None:
+    """A journal's older pages (OLDER) list posts as its first pages (HOME) do; edge deletion keeps HOME → POST only."""
+    sizes = {"HOME": 50, "OLDER": 10, "POST": 1000, "PROF": 50}
+    graph = toy(sizes, [("HOME", "OLDER", 0.9, 50, 50), ("HOME", "POST", 0.7, 50, 750), ("OLDER", "POST", 0.2, 10, 200),
+                        ("HOME", "PROF", 0.9, 50, 50), ("POST", "HOME", 1.0, 500, 500)])
+    plain = prune(graph)
+    assert ("OLDER", "POST") not in plain.final_edges and plain.edge_reason(("OLDER", "POST")) == REDUNDANT
+    pruned = prune(graph, paginations={"OLDER": "HOME"})
+    # OLDER → PROF is no edge of E0 (its pages do not link profiles): nothing to inherit there
+    assert pruned.final_edges - plain.final_edges == {("OLDER", "POST")} == pruned.inherited
+    assert pruned.edge_reason(("OLDER", "POST")) == PAGINATION
+
+
+def test_rule_r_spares_further_pages_of_the_content() -> None:
+    """A post's next comment pages are entered from the post and lead back to posts: the post's own content."""
+    sizes = {"HOME": 50, "POST": 1000, "MORE": 100}
+    graph = toy(sizes, [("HOME", "POST", 0.25, 50, 750), ("POST", "HOME", 1.0, 500, 500), ("POST", "POST", 0.8, 1000, 3000),
+                        ("POST", "MORE", 0.9, 100, 100), ("MORE", "POST", 0.3, 100, 1500)])
+    assert prune(graph, detour_tau=0.6, starts={"HOME"}).nodes.reasons == {"MORE": DETOUR}
+    assert prune(graph, detour_tau=0.6, starts={"HOME"}, paginations={"MORE": "POST"}).nodes.reasons == {}

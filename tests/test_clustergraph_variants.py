@@ -1,4 +1,4 @@
-"""Rule V (parameter views) and numbers as data: the two places the trainer goes past the paper."""
+"""Rule V (parameter views), further pages (paginations) and numbers as data: where the trainer goes past the paper."""
 
 from __future__ import annotations
 
@@ -6,7 +6,13 @@ import dataclasses
 
 from frontier.clustergraph.model import Params
 from frontier.clustergraph.train import SampleRecord, train
-from frontier.clustergraph.variants import PARAMETER_VARIANT, parameter_variants, without_word_parameters
+from frontier.clustergraph.variants import (
+    PARAMETER_VARIANT,
+    paginations,
+    parameter_variants,
+    without_number_parameters,
+    without_word_parameters,
+)
 from tests.test_clustergraph_model import lj_sample
 
 
@@ -82,3 +88,18 @@ def test_rule_d_needs_a_listing_that_covered_a_real_share_of_the_content_with_se
     assert "TAG" not in prune(at22(), listing_fan_out=11).nodes.reasons  # TAG lists 10 posts per page, not 11
     assert prune(at22(), listing_cov=0.3, listing_fan_out=3).nodes.reasons.get("TAG") == DUPLICATE_CONTENT
     assert (Params().listing_cov, Params().listing_fan_out) == (0.3, 3.0)
+
+
+def test_further_pages_are_the_urls_of_another_cluster_with_a_number_parameter_added() -> None:
+    assert without_number_parameters("a.test/b?sort=top&page=2") == "a.test/b?sort=top"
+    assert without_number_parameters("a.test/?skip=20") == "a.test/"
+
+    def cluster_of(url: str) -> str | None:
+        path, _, query = url.partition("?")
+        if path.endswith(".html"):
+            return "*.lj/$.html" + ("?*=$" if query[-1:].isdigit() else "?*=*" if query else "")
+        return "*.lj/" + ("?*=$" if query[-1:].isdigit() else "?*=*" if query else "")
+
+    members = {"*.lj/?*=$": ["a.lj/?skip=20", "b.lj/?skip=40"], "*.lj/?*=*": ["a.lj/?ref=friends"],
+               "*.lj/$.html?*=$": ["a.lj/5.html?page=2"], "*.lj/": ["a.lj/"], "*.lj/$.html": ["a.lj/5.html"]}
+    assert paginations(members, cluster_of) == {"*.lj/?*=$": "*.lj/", "*.lj/$.html?*=$": "*.lj/$.html"}

@@ -19,7 +19,7 @@ Offline, ``crawl learn clustergraph`` (``engine/learn.py``) fetches and this pac
 5. :mod:`~frontier.clustergraph.graph` — E0: clusters and the links between them, with
    w_src, w_dst, destination sets and coverage.
 6. :mod:`~frontier.clustergraph.pruning` — edge deletion (the fewest incoming edges that
-   cover more than τ), then node deletion H → T/F → U → D, then reachability from the seeds.
+   cover more than τ), then node deletion H → T/F → R → U → D, then reachability from the seeds.
 
 Where we go past the paper (each a ``Params`` field; ``literal=True`` restores the paper):
 a number is never a literal token (``literal_numbers``: ``?page=2`` and ``?page=3`` are one
@@ -28,7 +28,11 @@ orders, print views, tracking and session tags, actions: :mod:`~frontier.cluster
 ``views``) before edge deletion; rule T deletes clusters whose sampled pages have almost no
 text of their own (forms and action pages: :mod:`~frontier.clustergraph.thin`, ``thin_words``)
 and rule F clusters mostly of syndication feeds (:mod:`~frontier.clustergraph.feeds`, ``feeds``),
-unless one is the only kept way into another;
+unless one is the only kept way into another; rule R deletes a listing entered only from the clusters it
+leads back to when those link most of themselves (tag listings and calendar days of posts: ``detours``);
+δ keeps a rare pattern with a number for another query parameter apart from one with a word there
+(``?skip=20`` from ``?ref=friends``: ``numbers_apart``), and such further pages lead where their first
+pages' kept edges lead (``paginations``);
 rule D needs the pruned listing edge to have covered at least
 ``listing_cov`` of the content with ``listing_fan_out`` links per page (a template link is no
 listing); rule H has the digest's guard.

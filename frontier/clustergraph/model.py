@@ -75,6 +75,17 @@ class Params(LearnedParams):
     feeds: bool = True
     """Rule F (not the paper's; off in literal mode): delete clusters whose sampled pages are mostly
     syndication feeds (RSS, Atom), alternates of the HTML listings they repeat: ``frontier/clustergraph/feeds.py``."""
+    paginations: bool = True
+    """Further pages of a cluster (its URLs with a number parameter added: ``?skip=20``) lead where its first
+    pages' kept edges lead (ours; off in literal mode): ``variants.paginations``."""
+    detours: bool = True
+    """Rule R (not the paper's; off in literal mode): delete a listing entered only from the clusters it leads
+    back to, each of which links more than τ of itself (tag listings and calendar days of posts that link
+    their neighbours): ``pruning.detours``."""
+    numbers_apart: bool = True
+    """δ keeps a small pattern with a number in its query (``/?*=$``) that would otherwise fold into a retained
+    one with a word there (``/?*=*``): a number selects other content, a word repeats a page (ours; off in
+    literal mode): ``patterns.numbers_apart``."""
     literal_numbers: bool = False
     """A frequent all-digit token may stay literal (the paper: ``?page=2`` is then a cluster of its own);
     off: numbers are data, always ``$``. Literal mode implies it."""
@@ -118,7 +129,7 @@ class ClusterInfo:
     samples: tuple[str, ...]
     status: str
     """``kept``, or the deletion reason: small_pattern, header_footer, uninformative, duplicate_content,
-    parameter_variant, thin_content, feed."""
+    parameter_variant, thin_content, feed, detour."""
     note: str = ""
 
 

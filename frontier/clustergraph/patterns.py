@@ -178,6 +178,50 @@ def remove_small(sizes: Mapping[str, int], n: int, delta: float) -> set[str]:
     return kept
 
 
+def query_keys(normalised: str) -> frozenset[str]:
+    """The parameter names of a normalised key's query (``a/?skip=20&x`` → ``{skip, x}``)."""
+    query = normalised.partition("?")[2]
+    return frozenset(pair.partition("=")[0] for pair in query.split("&")) if query else frozenset()
+
+
+def _as_url(parts: Tokens) -> Tokens:
+    """A pattern's tokens as a URL of it would be: a number where the pattern says ``$``."""
+    return Tokens(*(tuple("0" if piece == "$" else piece for piece in part) for part in parts))
+
+
+def instance_of(special: str, general: str) -> bool:
+    """Whether every URL of pattern ``special`` fits pattern ``general`` (``$.lj/$.html`` of ``*.lj/$.html``)."""
+    return Mapper(Itemsets({}, {}, {}), (general,), ()).fallback(_as_url(tokens(special))) == general
+
+
+def numbers_apart(removed: Iterable[str], retained: Iterable[str], members: Mapping[str, Iterable[str]]) -> set[str]:
+    """The patterns δ removed that would fold into a retained one reading a number of their query as a word (ours).
+
+    δ's removal is a merge where a retained pattern of the same skeleton fits (§2.8 step 2):
+    ``bob.lj/profile`` joins ``*.lj/profile``, a page of the same kind. A query value is
+    another matter when the parameter is another one: a number selects other content
+    (``?skip=20``: a journal's next page; ``?page=2``: a post's next comments), a word shows the
+    same page again (``?ref=friends``, ``?format=light``), which is what rule V reads. Folding
+    the rare ``/?*=$`` into the common ``/?*=*`` puts a journal's older pages with its
+    tracking aliases, and whatever deletes or prunes the aliases then loses the pages. Such a
+    pattern is kept however small it is, if no parameter name of its ``members`` (the sampled
+    URLs that derived it) is one of the other pattern's: the same parameter with a number
+    for a value (a numeric user name in ``?journal=``) is the same kind of page.
+    """
+    mapper = Mapper(Itemsets({}, {}, {}), retained, ())
+    keys = {pattern: frozenset().union(*map(query_keys, urls)) for pattern, urls in members.items()}
+    found: set[str] = set()
+    for pattern in removed:
+        parts = tokens(pattern)
+        target = mapper.fallback(_as_url(parts))
+        if target is None or keys.get(pattern, frozenset()) & keys.get(target, frozenset()):
+            continue
+        if any(mine == "$" and theirs == "*" for mine, theirs in zip(parts.query[::2], tokens(target).query[::2],
+                                                                      strict=True)):
+            found.add(pattern)
+    return found
+
+
 Skeleton = tuple[tuple[bool, tuple[str, ...], bool], ...]
 
 
@@ -247,13 +291,18 @@ class Mapper:
             return pattern, None
         if pattern in self._deleted:
             return None, "deleted"
+        candidate = self.fallback(parts)
+        return (candidate, None) if candidate is not None else (None, "unmapped")
+
+    def fallback(self, parts: Tokens) -> str | None:
+        """Step 2 alone: the most specific retained pattern of the skeleton of ``parts`` that fits it."""
         bucket = self._buckets.get(_skeleton(parts))
         if bucket:
             fill = _fill(parts)
             for specs, candidate in bucket:
                 if all(map(_fits, specs, fill)):
-                    return candidate, None
-        return None, "unmapped"
+                    return candidate
+        return None
 
     def __repr__(self) -> str:
         return f"<Mapper retained={len(self._retained)} deleted={len(self._deleted)} skeletons={len(self._buckets)}>"

@@ -15,7 +15,8 @@ candidates together do not exceed τ, all are kept.
 Rule V (ours: :mod:`frontier.clustergraph.variants`), when given, deletes parameter views
 before both; rules T and F (ours: :mod:`frontier.clustergraph.thin`, :mod:`frontier.clustergraph.feeds`),
 which judge clusters by their sampled pages' content, delete those they name after H, unless a
-kept edge leads from one of them to a cluster no other kept edge leads to. Node deletion, one pass, no fixed point: H on E0 (more than half the other clusters link in,
+kept edge leads from one of them to a cluster no other kept edge leads to; rule R (ours, :func:`detours`), when
+asked, then deletes the listings entered only from the clusters they lead back to. Node deletion, one pass, no fixed point: H on E0 (more than half the other clusters link in,
 more than N/2 distinct outside pages link in, and, unless ``guard`` is None (literal mode),
 Σw_dst / Σw_src ≤ guard); U on leaves of E1 (size < mean − σ·std of all sizes, population
 std; a warning when that threshold is ≤ 0); D over the pairs (i, k) whose edge i→k edge
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from frontier.clustergraph.graph import ClusterGraph, Edge, EdgeKey
+from frontier.clustergraph.patterns import instance_of
 from frontier.clustergraph.variants import PARAMETER_VARIANT
 
 log = logging.getLogger(__name__)
@@ -44,12 +46,14 @@ COVERING_GREEDY = "covering_greedy"
 TAU_UNREACHABLE = "tau_unreachable"
 REDUNDANT = "redundant"
 NODE_DELETED = "node_deleted"
+PAGINATION = "pagination"
 
 # why a node was deleted (SMALL_PATTERN is decided earlier, by δ removal)
 SMALL_PATTERN = "small_pattern"
 HEADER_FOOTER = "header_footer"
 UNINFORMATIVE = "uninformative"
 DUPLICATE_CONTENT = "duplicate_content"
+DETOUR = "detour"
 
 
 @dataclass(frozen=True)
@@ -265,12 +269,49 @@ def duplicate_content(
     return found, protected
 
 
+def detours(graph: ClusterGraph, survivors: _Survivors, tau: float, starts: Iterable[str],
+            paginations: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Rule R (ours), sequential in sorted order: the listings that only lead back to where they are entered from.
+
+    A live cluster i, not a seed's, whose kept non-self edges lead to the very clusters k its kept
+    edges come in from, where each such k's own pages link more than τ of k (its self-loop's
+    coverage) and i's pattern is no instance of k's (``$.lj/…`` of ``*.lj/…`` is k's own kind,
+    under all-digit names) nor i's further pages (``paginations``: a post's next comment pages are
+    the post's own content): i is entered from k and leads back only to k, which reaches
+    most of itself without i. A cluster entered from elsewhere as well (reviews, reached from
+    books and from their writers, leading to the writers) is a way through the site, not a
+    detour. That is a listing kept beside its content, the non-leaf case of
+    rule D (which needs both ends to be leaves): the blog's tag listings and calendar days
+    are entered from the posts, which link their tags and day, and lead back to posts, which
+    link their previous and next posts. Deleting i changes no cluster's reachability; what
+    it loses are the items only it lists, which the self-loop's coverage bounds. Seeds'
+    clusters are kept, as the crawl starts there.
+    """
+    protected = set(starts)
+    pages_of = paginations or {}
+    found: dict[str, str] = {}
+    for node in sorted(survivors.alive):
+        if node in protected or survivors.is_leaf(node):
+            continue
+        led = {dst for src, dst in survivors.kept if src == node != dst and dst in survivors.alive}
+        entered = {src for src, dst in survivors.kept if dst == node != src and src in survivors.alive}
+        selves = {k: graph.edges[(k, k)].cov if (k, k) in graph.edges else 0.0 for k in led}
+        if (led == entered and all(cov > tau for cov in selves.values())
+                and not any(instance_of(node, k) or pages_of.get(node) == k for k in led)):
+            survivors.delete(node)
+            shown = ", ".join(f"{k} (self-loop cov {cov:.2f})" for k, cov in sorted(selves.items()))
+            found[node] = f"entered from and leading back only to {shown}"
+    return found
+
+
 def delete_nodes(
     graph: ClusterGraph, deletion: EdgeDeletion, guard: float | None = 0.05, sigmas: float = 2.0,
     listing_cov: float = 0.0, listing_fan_out: float = 0.0, by_content: Mapping[str, tuple[str, str]] | None = None,
+    detour_tau: float | None = None, starts: Iterable[str] = (), paginations: Mapping[str, str] | None = None,
 ) -> NodeDeletion:
-    """H → T/F → U → D, one pass (digest §2.11; T and F, ours, delete the ``by_content`` clusters that nothing
-    needs: whatever they lead to along a kept edge has another kept way in, as a leaf trivially has)."""
+    """H → T/F → R → U → D, one pass (digest §2.11; T and F, ours, delete the ``by_content`` clusters that nothing
+    needs: whatever they lead to along a kept edge has another kept way in, as a leaf trivially has; R, ours,
+    runs when ``detour_tau`` is given, sparing the clusters of ``starts``)."""
     reasons: dict[str, str] = {}
     notes: dict[str, str] = {}
     warnings: list[str] = []
@@ -287,6 +328,8 @@ def delete_nodes(
         if survivors.is_bypassed(node):
             reason, note = by_content[node]
             delete({node: note}, reason)
+    if detour_tau is not None:
+        delete(detours(graph, survivors, detour_tau, starts, paginations), DETOUR)
     small, threshold = uninformative(graph, survivors, sigmas)
     if threshold <= 0:
         warnings.append(f"rule U deletes nothing: its threshold mean − {sigmas:g}·std = {threshold:.2f} is ≤ 0")
@@ -323,9 +366,13 @@ class Pruning:
     survivors: frozenset[str]
     final_edges: frozenset[EdgeKey]
     warnings: tuple[str, ...]
+    inherited: frozenset[EdgeKey] = frozenset()
+    """The edges of E_final that a cluster of further pages has from its base (``paginations``)."""
 
     def edge_reason(self, key: EdgeKey) -> str:
         """Why edge ``key`` of E0 is in E_final or not (edge deletion first, then node deletion)."""
+        if key in self.inherited:
+            return PAGINATION
         why = self.edges.reasons.get(key, NODE_DELETED)  # an edge of a rule-V view never reached edge deletion
         return NODE_DELETED if why != REDUNDANT and key not in self.final_edges else why
 
@@ -341,24 +388,36 @@ def prune(
     by_content: Mapping[str, tuple[str, str]] | None = None,
     listing_cov: float = 0.0,
     listing_fan_out: float = 0.0,
+    detour_tau: float | None = None,
+    starts: Iterable[str] = (),
+    paginations: Mapping[str, str] | None = None,
 ) -> Pruning:
     """Edge deletion, then node deletion; the warnings of both (greedy fallbacks, U's threshold).
 
     ``views`` (rule V, :mod:`frontier.clustergraph.variants`: cluster → note) are deleted first,
     with their edges, so that edge deletion and H/U/D run on the graph without them. ``by_content`` (rules T and F:
-    cluster → (reason, note)) are deleted before U, if nothing depends on them."""
+    cluster → (reason, note)) are deleted before U, if nothing depends on them; rule R (:func:`detours`) after
+    them, when ``detour_tau`` is given (the clusters of ``starts``, the seeds', spared). ``paginations`` (ours,
+    :func:`~frontier.clustergraph.variants.paginations`: cluster of further pages → its base) adds to E_final,
+    for each surviving pair, the edges of E0 from the further pages to where the base's kept edges lead: a
+    journal's older pages list posts as its first page does, though edge deletion found the first enough."""
     views = dict(views or {})
     if views:
         graph = ClusterGraph({c: s for c, s in graph.sizes.items() if c not in views},
                              {c: u for c, u in graph.universes.items() if c not in views},
                              {k: e for k, e in graph.edges.items() if k[0] not in views and k[1] not in views}, graph.n)
     edges = delete_edges(graph, tau, budget)
-    nodes = delete_nodes(graph, edges, guard, sigmas, listing_cov, listing_fan_out, by_content)
+    nodes = delete_nodes(graph, edges, guard, sigmas, listing_cov, listing_fan_out, by_content, detour_tau, starts,
+                         paginations)
     if views:
         nodes = NodeDeletion(dict(sorted({**nodes.reasons, **dict.fromkeys(views, PARAMETER_VARIANT)}.items())),
                              dict(sorted({**nodes.notes, **views}.items())), nodes.protected, nodes.u_threshold,
                              nodes.warnings)
     survivors = frozenset(graph.sizes) - set(nodes.reasons)
     final = frozenset(key for key in edges.kept if key[0] in survivors and key[1] in survivors)
+    inherited = frozenset(
+        (page, dst) for page, base in (paginations or {}).items() if page in survivors and base in survivors
+        for src, dst in final if src == base and dst not in (base, page) and (page, dst) in graph.edges
+    ) - final
     warnings = [f"edge deletion into {target}: greedy cover (over {budget} combinations)" for target in edges.greedy]
-    return Pruning(edges, nodes, survivors, final, (*warnings, *nodes.warnings))
+    return Pruning(edges, nodes, survivors, final | inherited, (*warnings, *nodes.warnings), inherited)

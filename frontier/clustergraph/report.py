@@ -76,6 +76,7 @@ EDGE_WHY = {
     "tau_unreachable": "kept: all incoming edges together cover ≤ τ",
     "redundant": "pruned: other edges cover the target",
     "node_deleted": "pruned: an end was deleted",
+    "pagination": "kept: further pages lead where their first page's kept edges lead",
 }
 
 

@@ -12,10 +12,12 @@ The pipeline (one function per step below):
    target), each URL normalised (:func:`~frontier.clustergraph.urls.normalise`: no scheme,
    port or fragment), in ``seq`` order, a page met twice being one page;
 2. itemise → stable itemsets per part (M bins, support S) → each page's pattern;
-3. δ removal of the smallest patterns; the survivors form V0;
+3. δ removal of the smallest patterns, except those with a number in the query that would fold
+   into a pattern with a word there (ours: :func:`~frontier.clustergraph.patterns.numbers_apart`);
+   the survivors form V0;
 4. every page and outlink re-mapped with the runtime :class:`~frontier.clustergraph.patterns.Mapper`,
    so training and crawling agree, and E0 built (:mod:`~frontier.clustergraph.graph`);
-5. edge deletion, node deletion H → U → D (:mod:`~frontier.clustergraph.pruning`);
+5. edge deletion, node deletion H → T/F → R → U → D (:mod:`~frontier.clustergraph.pruning`);
 6. reachability of the survivors from the seed clusters (a warning per run, no repair).
 """
 
@@ -29,12 +31,12 @@ from pathlib import Path
 
 from frontier.clustergraph.graph import ClusterGraph, build_graph
 from frontier.clustergraph.model import KEPT, ClusterInfo, EdgeInfo, Model, Params
-from frontier.clustergraph.patterns import Itemsets, Mapper, pattern_of, remove_small
+from frontier.clustergraph.patterns import Itemsets, Mapper, numbers_apart, pattern_of, remove_small
 from frontier.clustergraph.pruning import SMALL_PATTERN, Pruning, prune, reachable
 from frontier.clustergraph.feeds import FEED, feed_clusters
 from frontier.clustergraph.thin import THIN_CONTENT, Blocks, thin_clusters
 from frontier.clustergraph.urls import normalise
-from frontier.clustergraph.variants import parameter_variants
+from frontier.clustergraph.variants import paginations, parameter_variants
 
 SAMPLES_PER_CLUSTER = 5
 
@@ -128,6 +130,11 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
                              numbers=params.literal or params.literal_numbers)
     derived = {page: pattern_of(page, itemsets, params.strict_nesting) for page in order}
     retained = remove_small(Counter(derived.values()), len(order), params.delta)
+    if params.numbers_apart and not params.literal:
+        by_pattern: dict[str, list[str]] = {}
+        for page, pattern in derived.items():
+            by_pattern.setdefault(pattern, []).append(page)
+        retained |= numbers_apart(set(by_pattern) - retained, retained, by_pattern)
     mapper = Mapper(itemsets, retained, (), params.strict_nesting)
 
     known: dict[str, str | None] = {}
@@ -138,12 +145,17 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
         return known[url]
 
     graph = build_graph(pages.items(), cluster_of, sampled_only=params.edge_universe == "sampled")
-    views = parameter_variants(_members(pages, cluster_of), cluster_of) if params.views and not params.literal else {}
+    members = _members(pages, cluster_of)
+    views = parameter_variants(members, cluster_of) if params.views and not params.literal else {}
+    pages_of = paginations(members, cluster_of) if params.paginations and not params.literal else {}
     by_content = {} if params.literal else _by_content(sample, params, cluster_of)
     pruning = prune(graph, tau=params.tau, budget=params.combination_budget,
                     guard=None if params.literal else params.header_guard, sigmas=params.u_sigmas, views=views, by_content=by_content,
                     listing_cov=0.0 if params.literal else params.listing_cov,
-                    listing_fan_out=0.0 if params.literal else params.listing_fan_out)
+                    listing_fan_out=0.0 if params.literal else params.listing_fan_out,
+                    detour_tau=params.tau if params.detours and not params.literal else None,
+                    starts={c for seed in seeds if (c := cluster_of(normalise(seed))) is not None},
+                    paginations=pages_of)
     seed_clusters, unreachable = _reachability(seeds, pages, cluster_of, pruning)
     warnings = list(pruning.warnings)
     if unreachable:
