@@ -52,11 +52,31 @@ def test_clusters_linked_into_alike_join_the_target() -> None:
     assert kin_clusters(table(), [1], 0.8) == [0, 1]
     assert kin_clusters(table(), [2], 0.8) == [2]
     assert kin_clusters(table(), [0], 0.6) == [0, 1, 3]  # cos(3, 0) = 5/√26/√2 ≈ 0.69
-    assert kin_clusters(table(), [0, 2], 0.8) == [0, 1, 2]
+    assert kin_clusters(table(), [0, 2], 0.8) == [0, 2, 3]  # examples of two types: kin of their mix
     assert kin_clusters(table(), [0], 1.01) == [0]  # above 1: the examples' clusters only
     assert kin_clusters(table(), [], 0.8) == []
     with pytest.raises(ValueError, match="outliers"):
         kin_clusters(table(), [-1], 0.8)
+
+
+def mixed() -> NavigationTable:
+    """One type in three layouts (clusters 0, 1, 2: message links), another type (3: user links), and a
+    big cluster that mixes both (4: mostly the other type's pages, so mostly user links)."""
+    return NavigationTable(5, [
+        Row(0, "/html/body/p/a[message]", (4, 4, 3, 0, 10, 0), 21, 5),
+        Row(3, "/html/body/div/a[user]", (0, 0, 0, 5, 30, 0), 35, 5),
+    ])
+
+
+def test_kin_is_measured_against_the_examples_centroid_not_the_nearest_example() -> None:
+    # an example page that fell in the mixed cluster: the nearest example would admit cluster 3
+    # (cosine 0.95 with cluster 4), the centroid of the three (0.93, 0.38) does not (0.38)
+    assert kin_clusters(mixed(), [0, 1, 4], 0.8) == [0, 1, 2, 4]
+    # each example weighs as its cluster's unit profile: cluster 4's 40 links weigh as 1 example
+    # (summed counts, (14, 30), would admit cluster 3 at a cosine of 0.91 and leave out 1 and 2 at 0.42)
+    assert kin_clusters(mixed(), [0, 4], 0.8) == [0, 1, 2, 4]  # centroid (0.81, 0.59): cos(1), cos(2) = 0.81
+    # and each example page weighs one: two examples in cluster 4 pull the centroid towards it
+    assert kin_clusters(mixed(), [4, 4, 0], 0.8) == [0, 4]  # (0.65, 0.76): cos(2) = 0.65, cos(3) = 0.76
 
 
 def test_a_cluster_nothing_links_into_is_kin_of_none() -> None:
