@@ -29,6 +29,13 @@ by a fifth. Each example page weighs the same, as its cluster's *unit* profile: 
 cluster is often a big one, and raw counts would let it outweigh the others; two examples in
 one cluster count twice, since the examples are a sample of the wanted type.
 
+Profiles are compared by the cosine of their square roots, i.e. the Bhattacharyya coefficient
+of the two role distributions, not of the raw counts: with raw counts the role that carries
+most of a cluster's in-links decides the cosine alone (the microblog's presence clusters are
+reached through ``message``, ``comments``, ``permalink`` and ``message-nav`` links, in
+proportions that vary with the layout; a presence cluster with few ``message`` in-links had a
+cosine of 0.61 with the five examples' centroid, 0.85 on square roots).
+
 Two more readings of the table by anchor role serve ``source-target``: :func:`role_shares`,
 the share of each role's labelled links that led into the target clusters (a link's target
 part is weighted by it), and :func:`pooled_roles`, each role's rows pooled over clusters (the
@@ -71,11 +78,12 @@ def in_link_profiles(table: NavigationTable) -> FloatArray:
 def kin_clusters(table: NavigationTable, examples: Iterable[int], threshold: float) -> list[int]:
     """The cluster labels whose in-link profile has a cosine ≥ ``threshold`` with the centroid of the
     examples' unit profiles, ``examples`` being the cluster label of each example page (a label
-    repeated weighs as many examples), the examples' clusters included, sorted; O is never one."""
+    repeated weighs as many examples), the examples' clusters included, sorted; O is never one.
+    Profiles are compared by their square roots (module docstring)."""
     labels = list(examples)
     if OUTLIER in labels:
         raise ValueError("the target must be a cluster, not the outliers (A27)")
-    profiles = in_link_profiles(table)
+    profiles = np.sqrt(in_link_profiles(table))
     norms = np.linalg.norm(profiles, axis=1)
     unit = np.divide(profiles, norms[:, np.newaxis], out=np.zeros_like(profiles), where=norms[:, np.newaxis] > 0)
     centroid = unit[[index_of(label, table.n_clusters) for label in labels]].sum(axis=0)
