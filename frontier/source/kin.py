@@ -24,7 +24,7 @@ default 0.8 of ``source-target``'s ``kin`` option (``frontier/policies/source.py
 Why the centroid, not the nearest example: where DBSCAN mixes types (a layout's journals and
 profiles in one cluster), an example page of the wanted type can fall in a cluster that is
 mostly another type, and every cluster of that other type is then "kin" of it (the lab's blog:
-two of five profile examples in such clusters admitted 75 of 117 clusters, 167 journal pages
+two of five profile examples in such clusters admitted 75 of 117 clusters, 158 journal pages
 among them). The centroid is what the examples share: one example in a mixed cluster moves it
 by a fifth. Each example page weighs the same, as its cluster's *unit* profile: a mixed
 cluster is often a big one, and raw counts would let it outweigh the others; two examples in
