@@ -51,12 +51,44 @@ def test_clusters_linked_into_alike_join_the_target() -> None:
     assert kin_clusters(table(), [0], 0.8) == [0, 1]  # the same type in another layout
     assert kin_clusters(table(), [1], 0.8) == [0, 1]
     assert kin_clusters(table(), [2], 0.8) == [2]
-    assert kin_clusters(table(), [0], 0.6) == [0, 1, 3]  # cos(3, 0) = 5/√26/√2 ≈ 0.69
-    assert kin_clusters(table(), [0, 2], 0.8) == [0, 1, 2]
+    assert kin_clusters(table(), [0], 0.6) == [0, 1, 3]  # on square roots, cos(3, 0) = √10/(√6·2) ≈ 0.65
+    assert kin_clusters(table(), [0, 2], 0.8) == [0, 2, 3]  # examples of two types: kin of their mix
     assert kin_clusters(table(), [0], 1.01) == [0]  # above 1: the examples' clusters only
     assert kin_clusters(table(), [], 0.8) == []
     with pytest.raises(ValueError, match="outliers"):
         kin_clusters(table(), [-1], 0.8)
+
+
+def mixed() -> NavigationTable:
+    """One type in three layouts (clusters 0, 1, 2: message links), another type (3: user links), and a
+    big cluster that mixes both (4: mostly the other type's pages, so mostly user links)."""
+    return NavigationTable(5, [
+        Row(0, "/html/body/p/a[message]", (4, 4, 3, 0, 10, 0), 21, 5),
+        Row(3, "/html/body/div/a[user]", (0, 0, 0, 5, 30, 0), 35, 5),
+    ])
+
+
+def test_kin_is_measured_against_the_examples_centroid_not_the_nearest_example() -> None:
+    # an example page that fell in the mixed cluster: the nearest example would admit cluster 3
+    # (cosine 0.87 with cluster 4, on square roots), the centroid of the three (0.94, 0.33) does not
+    assert kin_clusters(mixed(), [0, 1, 4], 0.8) == [0, 1, 2, 4]
+    # each example weighs as its cluster's unit profile: cluster 4's 40 links weigh as 1 example
+    # (summed counts, (14, 30), would admit cluster 3 at a cosine of 0.91 and leave out 1 and 2 at 0.42)
+    assert kin_clusters(mixed(), [0, 4], 0.8) == [0, 1, 2, 4]  # centroid (0.87, 0.5): cos(1), cos(2) = 0.87
+    # and each example page weighs one: two examples in cluster 4 pull the centroid towards it
+    assert kin_clusters(mixed(), [4, 4, 0], 0.8) == [0, 4]  # (0.76, 0.65): cos(2) = 0.76, cos(3) = 0.65
+
+
+def test_a_type_s_clusters_are_kin_whatever_the_proportions_of_its_roles() -> None:
+    # one type reached through message and comments links, mostly the first in the examples'
+    # layouts (0, 1), mostly the second in another (2); another type, through user links (3)
+    layouts = NavigationTable(4, [
+        Row(0, "/html/body/p/a[message]", (40, 30, 5, 5, 0), 80, 5),
+        Row(0, "/html/body/p/a[comments]", (5, 4, 10, 0, 0), 19, 5),
+        Row(3, "/html/body/div/a[user]", (0, 0, 0, 50, 0), 50, 5),
+    ])
+    # raw counts: cos(2) = 0.55, message decides alone; square roots: 0.82 (cos(3) = 0.28)
+    assert kin_clusters(layouts, [0, 1], 0.8) == [0, 1, 2]
 
 
 def test_a_cluster_nothing_links_into_is_kin_of_none() -> None:

@@ -16,9 +16,10 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
   a page of the sample is refused (the model knows the layout of no other page: pick one
   among the report's sample URLs); one that DBSCAN left an outlier is classified among the
   clustered pages (A27). Ours, option ``kin`` (default 0.8): every cluster that the site links
-  into the way it links into an example's cluster (a cosine ≥ ``kin`` between their in-link
-  profiles per anchor role, :mod:`frontier.source.kin`) is a target too, so that the wanted
-  type's other layouts are not mere hubs; ``kin`` above 1 keeps the examples' clusters only.
+  into the way it links into the examples' clusters (a cosine ≥ ``kin`` between its in-link
+  profile per anchor role and the centroid of the examples', :mod:`frontier.source.kin`) is a
+  target too, so that the wanted type's other layouts are not mere hubs; ``kin`` above 1 keeps
+  the examples' clusters only.
   Three more rules of ours, each an option that ``false`` switches off (the paper's form):
   ``roles``, a link's target part (Σ over target clusters of P·Score) is weighted by the share
   of the site's training links of its anchor role that led into a target cluster, so a row
@@ -261,7 +262,7 @@ class SourceTarget(_Source):
                                                      f"use one of its pages, e.g. {', '.join(samples[:5])}")
             targets.append(target)
         self.examples = sorted(set(targets))
-        self.targets = kin_clusters(self.site_model.table, self.examples, options.kin)
+        self.targets = kin_clusters(self.site_model.table, targets, options.kin)  # each example page weighs one
         info = target_hits(self.site_model.table.adjacency(), *self.targets).info(options.alpha)
         self._fixed = target_cluster_scores(info)
         table = self.site_model.table
