@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--target-example", action="append", metavar="URL",
                      help="a page of the wanted type, for --policy source-target (policy.target_examples; "
                           "repeat it for a type with several layouts)")
+    run.add_argument("--cluster", metavar="nats://HOST:PORT",
+                     help="join a crawl over several machines through this NATS JetStream server (cluster.url)")
+    run.add_argument("--node", metavar="NAME", help="this machine's name in the crawl over machines (cluster.node)")
+    run.add_argument("--cluster-size", type=int, metavar="K",
+                     help="the number of machines of the crawl, waited for before crawling (cluster.size)")
     run.add_argument("--resume", action="store_true",
                      help="continue the crawl in the output folder (after a stop, a crash or a reboot); "
                           "starts a new one if the folder holds none")
@@ -133,6 +138,9 @@ def overrides(args: argparse.Namespace) -> list[str]:
         "policy.name": args.policy,
         "policy.model": args.model,
         "policy.target_examples": args.target_example,
+        "cluster.url": args.cluster,
+        "cluster.node": args.node,
+        "cluster.size": args.cluster_size,
     }
     for key, value in flags.items():
         if value is not None:
