@@ -155,6 +155,7 @@ def make_config(args: argparse.Namespace) -> Config:
 
 
 def run(args: argparse.Namespace) -> int:
+    from engine.cluster import ClusterError
     from engine.credentials import check_spread
     from engine.supervisor import CrawlFolderError, prepare_folder, supervise
 
@@ -177,7 +178,11 @@ def run(args: argparse.Namespace) -> int:
             seeds = demo_web.enter_context(in_vitro_web(config))
         from engine.progress import summary_text
 
-        summary, status = supervise(config, seeds, agents, resuming=resuming)
+        try:
+            summary, status = supervise(config, seeds, agents, resuming=resuming)
+        except ClusterError as e:
+            sys.stderr.write(f"crawl: error: {e}\n")
+            return 1
         print(summary_text(summary), file=sys.stderr)
         print(f"output: {config.out_dir}/warc (WARC files), {config.out_dir}/stats.json", file=sys.stderr)
     return status  # 0, 1 (an agent kept failing) or 3 (the store is full: engine/supervisor.py)

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import nats
+import nats.errors
 import orjson
 from nats.aio.client import Client
 from nats.js import JetStreamContext
@@ -43,6 +44,13 @@ from engine.ownership import Member
 
 TTL = 10.0  # seconds an entry lives without a beat
 HEARTBEAT = 0.5  # seconds between two puts of a machine's entry
+
+
+RECONNECTS = 10  # attempts a second apart, at the first connect and after losing the server
+
+
+async def _quiet(error: Exception) -> None:
+    """The client's error callback: its errors reach us as exceptions, not as log noise."""
 
 
 def bucket_name(crawl_id: str) -> str:
@@ -113,7 +121,11 @@ class Cluster:
 
     async def connect(self) -> None:
         """Connect, and create the bucket and the stream if this machine is the first."""
-        self.nc = await nats.connect(self.config.url, connect_timeout=5, max_reconnect_attempts=-1, name=self.config.node)
+        try:
+            self.nc = await nats.connect(self.config.url, connect_timeout=5, max_reconnect_attempts=RECONNECTS,
+                                         reconnect_time_wait=1, error_cb=_quiet, name=self.config.node)
+        except (OSError, nats.errors.Error) as e:
+            raise ClusterError(f"cannot reach the NATS server at {self.config.url}: {e!r}") from None
         self._js = self.nc.jetstream()
         crawl = self.config.crawl_id
         self._kv = await self._js.create_key_value(bucket=bucket_name(crawl), ttl=TTL, history=1)

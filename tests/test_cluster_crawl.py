@@ -1,0 +1,113 @@
+"""Two machines crawl one in-vitro web through one NATS JetStream server (issue 17), end to end.
+
+One nats-server, started by the test on loopback; two ``crawl run --cluster URL --node a|b
+--cluster-size 2`` process trees, each with its own output folder and one agent. Judged from
+the web's request log and both machines' WARC files (warcio): every reachable page fetched once
+in all, each host by one machine only (the one the ring over both machines' agents gives), and
+links crossing between the machines both ways.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from bench.invitro import WebParams
+from engine.ownership import GlobalRing
+from frontier.urls import canonicalize, split
+from tests.invitro_harness import (
+    WebThread,
+    crawl_command,
+    page_links,
+    page_requests,
+    reachable,
+    url_of,
+)
+from tests.nats_server import nats_server
+from tests.test_agents import check_politeness, warc_records
+
+WEB = WebParams(hosts=24, hosts_per_ip=1, mean_pages=10, max_pages=24, mean_links=20, page_bytes=4000)
+SETTINGS = ["politeness.host_delay=0.2", "politeness.ip_delay=0.05", "engine.fetchers=30",
+            "engine.checkpoint_interval=0.3", "engine.processes=1", "cluster.crawl_id=\"two\""]
+NODES = ("a", "b")
+
+
+@pytest.fixture(scope="module")
+def two_machines(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    tmp = tmp_path_factory.mktemp("machines")
+    web = WebThread(WEB, tmp / "requests.jsonl")
+    seeds = web.web.seeds[:6]
+    try:
+        with nats_server(tmp / "nats") as broker:
+            machines = {
+                node: subprocess.Popen(
+                    crawl_command(tmp / node, seeds, dns=web.web.dns_address, settings=SETTINGS,
+                                  args=["--cluster", broker.url, "--node", node, "--cluster-size", "2"]),
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                for node in NODES
+            }
+            errors = {}
+            for node, process in machines.items():
+                try:
+                    _, errors[node] = process.communicate(timeout=240)
+                finally:
+                    if process.poll() is None:
+                        process.kill()
+                        process.wait(30)
+    finally:
+        log = web.stop()
+    for node, process in machines.items():
+        assert process.returncode == 0, f"machine {node}: {errors[node]}"
+    stats = {node: orjson.loads((tmp / node / "stats.json").read_bytes()) for node in NODES}
+    pages = {node: {uri for kind, uri in warc_records(tmp / node) if kind in ("response", "revisit")
+                    and not uri.endswith("/robots.txt")} for node in NODES}
+    return web.model, seeds, log, stats, pages
+
+
+def host(url: str) -> str:
+    return split(url)[0].split("//", 1)[1].rsplit(":", 1)[0]
+
+
+def test_two_machines_fetch_every_page_once_in_all_and_stop_together(two_machines) -> None:  # type: ignore[no-untyped-def]
+    model, seeds, log, stats, pages = two_machines
+    assert {s["stop_reason"] for s in stats.values()} == {"done"}
+    requested = Counter(url_of(r, model.port) for r in page_requests(log))
+    assert not [u for u, n in requested.items() if n > 1], "a page was fetched twice"
+    assert set(requested) == reachable(model, seeds)
+    assert all(pages.values()), "both machines must have crawled"
+    assert not pages["a"] & pages["b"], "a page is in both machines' WARC files"
+    assert pages["a"] | pages["b"] == set(requested)
+
+
+def test_each_host_is_crawled_by_the_machine_the_global_ring_gives(two_machines) -> None:  # type: ignore[no-untyped-def]
+    _, _, log, stats, pages = two_machines
+    ring = GlobalRing([("a", 1), ("b", 1)])
+    assert stats["a"]["cluster"]["members"] == stats["b"]["cluster"]["members"] == [["a", 1], ["b", 1]]
+    for node, urls in pages.items():
+        for url in urls:
+            assert ring.agents_list[ring.owner(host(url))][0] == node, f"{url} crawled by {node}"
+    check_politeness(log)
+
+
+def test_links_cross_between_the_machines_both_ways(two_machines) -> None:  # type: ignore[no-untyped-def]
+    model, seeds, log, stats, pages = two_machines
+    for node in NODES:
+        assert stats[node]["cluster"]["messages_sent"] > 0 and stats[node]["cluster"]["messages_received"] > 0
+    seeds = {canonicalize(s) for s in seeds}
+    for node, urls in pages.items():
+        # a page this machine fetched before any of its earlier pages linked to it (nor is it a seed):
+        # it can only have learnt of it from the other machine
+        known: set[str | None] = set()
+        from_the_other = []
+        for record in sorted(page_requests(log), key=lambda r: r.start):
+            url = url_of(record, model.port)
+            if url not in urls:
+                continue
+            if url not in known and url not in seeds:
+                from_the_other.append(url)
+            known.update(canonicalize(link) for link, _ in page_links(model.respond(record.host, record.target)))
+        assert from_the_other, f"machine {node} fetched no page first discovered by the other"
