@@ -15,6 +15,13 @@ files only (``engine/link_exchange.py``), whatever the broker does:
   (``OUT/links/999-III``) and fsynced, and only then acknowledged: a crash before that gets the
   message again, one after finds it on disk, where the agent's checkpointed read position covers it.
 
+The messages published and taken in are counted for the end check (``engine/cluster.py``) and
+kept across a restart of the machine: the published count in the positions file, with the
+positions it goes with, the received one in ``OUT/remote/received.json``, written before the
+acknowledgement. A machine killed between the two counts that batch twice when it comes back:
+the counts then disagree by that batch and the crawl does not end by itself (the known limit
+until a machine's loss and return are handled).
+
 Reads the remote spools and the broker; writes the bridge's inbox spools, its positions file and
 the broker. Never touches a frontier.
 """
@@ -62,12 +69,15 @@ class Bridge:
         self.root.mkdir(parents=True, exist_ok=True)
         self.positions_file = self.root / "positions.json"
         saved = orjson.loads(self.positions_file.read_bytes()) if self.positions_file.exists() else {}
+        self.counts_file = self.root / "received.json"
         self.subjects = {g: subject(crawl_id, n, i) for g, (n, i) in enumerate(ring.agents_list) if n != node}
         self.readers = {g: Inbox(self.root, g, range(agents),
-                                 {int(s): (p[0], p[1]) for s, p in saved.get(str(g), {}).items()})
+                                 {int(s): (p[0], p[1]) for s, p in saved.get("read", {}).get(str(g), {}).items()})
                         for g in self.subjects}
         self.writer = Outbox(out / "links", BRIDGE, range(agents))
-        self.sent = self.received = 0  # messages
+        # messages, for the end check (engine/cluster.py); they outlive a restart of the machine
+        self.sent: int = saved.get("sent", 0)
+        self.received: int = orjson.loads(self.counts_file.read_bytes()) if self.counts_file.exists() else 0
 
     async def run(self) -> None:
         """Send and take in links until cancelled."""
@@ -96,7 +106,7 @@ class Bridge:
                 published = True
         if published:
             read = {str(g): {str(s): list(p) for s, p in r.positions().items()} for g, r in self.readers.items()}
-            replace_file(self.positions_file, orjson.dumps(read))
+            replace_file(self.positions_file, orjson.dumps({"read": read, "sent": self.sent}))
             for reader in self.readers.values():
                 reader.committed(reader.positions())
         return published
@@ -118,9 +128,10 @@ class Bridge:
                     self.writer.send(agent, payload)
             self.writer.flush()
             self.writer.sync()
+            self.received += len(batch)
+            replace_file(self.counts_file, orjson.dumps(self.received))
             for message in batch:
                 await message.ack()
-            self.received += len(batch)
 
     def drained(self, links_in: Mapping[int, Mapping[str, Sequence[int]]]) -> bool:
         """Nothing left to publish, and every local agent (``links_in``: its read positions) has read

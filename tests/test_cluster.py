@@ -119,6 +119,8 @@ async def test_links_cross_machines_through_the_stream_and_are_acknowledged_once
         # the sender's read positions are saved: a restarted bridge publishes nothing again
         again = Bridge(machines["a"].js, out["a"], "t1", "a", 1, ring)
         assert not await again.send_once()
+        assert again.sent == bridges["a"].sent  # the counts of the end check outlive a restart
+        assert Bridge(machines["b"].js, out["b"], "t1", "b", 1, ring).received == bridges["b"].received
         outbox.close()
     finally:
         receiving.cancel()
