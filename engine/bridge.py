@@ -15,15 +15,12 @@ files only (``engine/link_exchange.py``), whatever the broker does:
   (``OUT/links/999-III``) and fsynced, and only then acknowledged: a crash before that gets the
   message again, one after finds it on disk, where the agent's checkpointed read position covers it.
 
-The messages published and taken in are counted for the end check (``engine/cluster.py``) and
-kept across a restart of the machine: the published count in the positions file, with the
-positions it goes with, the received one in ``OUT/remote/received.json``, written before the
-acknowledgement. A machine killed between the two counts that batch twice when it comes back:
-the counts then disagree by that batch and the crawl does not end by itself (the known limit
-until a machine's loss and return are handled).
-
-Reads the remote spools and the broker; writes the bridge's inbox spools, its positions file and
-the broker. Never touches a frontier.
+For the end check (``engine/cluster.py``) the bridge reports positions, not counts, so that a
+crash repeats nothing that matters: for each remote spool, where it has been published to
+(``published``, key ``NODE.I>G``), and for each spool of another machine whose links it took in,
+the position the sender said its last message ended at (``received``, kept as a maximum in
+``OUT/remote/received.json``, written before the acknowledgement). A repeated message moves no
+position; a sender that lost its saved positions publishes again up to where it was.
 """
 
 from __future__ import annotations
@@ -41,9 +38,15 @@ from engine.link_exchange import BRIDGE, Inbox, Outbox, Position, frame, frames
 from engine.ownership import GlobalRing
 from store.durable import replace_file
 
+END = "Crawl-Spool-End"  # header of a spool's last message of a round: "NODE.I>G SEGMENT OFFSET"
 MESSAGE_BYTES = 512 << 10  # well under the server's default max_payload (1 MiB)
 FETCH = 64  # messages per pull
 PERIOD = 0.05  # seconds between two looks at empty spools, as the agents' exchange
+
+
+def spool_key(node: str, sender: int, receiver: int) -> str:
+    """A spool between machines: local agent ``sender`` of ``node`` to global agent ``receiver``."""
+    return f"{node}.{sender}>{receiver}"
 
 
 def messages(payloads: Sequence[bytes]) -> Iterator[bytes]:
@@ -69,15 +72,20 @@ class Bridge:
         self.root.mkdir(parents=True, exist_ok=True)
         self.positions_file = self.root / "positions.json"
         saved = orjson.loads(self.positions_file.read_bytes()) if self.positions_file.exists() else {}
-        self.counts_file = self.root / "received.json"
+        self.received_file = self.root / "received.json"
         self.subjects = {g: subject(crawl_id, n, i) for g, (n, i) in enumerate(ring.agents_list) if n != node}
         self.readers = {g: Inbox(self.root, g, range(agents),
                                  {int(s): (p[0], p[1]) for s, p in saved.get("read", {}).get(str(g), {}).items()})
                         for g in self.subjects}
         self.writer = Outbox(out / "links", BRIDGE, range(agents))
-        # messages, for the end check (engine/cluster.py); they outlive a restart of the machine
-        self.sent: int = saved.get("sent", 0)
-        self.received: int = orjson.loads(self.counts_file.read_bytes()) if self.counts_file.exists() else 0
+        # for the end check: where each remote spool is published to, and where the spools of other
+        # machines' agents have been taken in to, both by spool_key
+        self.published: dict[str, list[int]] = {
+            spool_key(node, int(i), int(g)): list(p) for g, senders in saved.get("read", {}).items()
+            for i, p in senders.items() if tuple(p) > (1, 0)}
+        self.received: dict[str, list[int]] = (orjson.loads(self.received_file.read_bytes())
+                                               if self.received_file.exists() else {})
+        self.messages_sent = self.messages_received = 0
 
     async def run(self) -> None:
         """Send and take in links until cancelled."""
@@ -99,14 +107,21 @@ class Bridge:
         """Publish what the agents wrote for other machines; True if there was any."""
         published = False
         for g, reader in self.readers.items():
-            payloads = [payload for _, payload in reader.payloads()]
-            for body in messages(payloads):
-                await self.js.publish(self.subjects[g], body, stream=stream_name(self.crawl_id))
-                self.sent += 1
+            by_sender: dict[int, list[bytes]] = {}
+            for sender, payload in reader.payloads():
+                by_sender.setdefault(sender, []).append(payload)
+            for sender, payloads in by_sender.items():
+                key, end = spool_key(self.node, sender, g), list(reader.positions()[sender])
+                bodies = list(messages(payloads))
+                for n, body in enumerate(bodies, 1):  # the last one says where the spool has been read to
+                    headers = {END: f"{key} {end[0]} {end[1]}"} if n == len(bodies) else None
+                    await self.js.publish(self.subjects[g], body, stream=stream_name(self.crawl_id), headers=headers)
+                    self.messages_sent += 1
+                self.published[key] = end
                 published = True
         if published:
             read = {str(g): {str(s): list(p) for s, p in r.positions().items()} for g, r in self.readers.items()}
-            replace_file(self.positions_file, orjson.dumps({"read": read, "sent": self.sent}))
+            replace_file(self.positions_file, orjson.dumps({"read": read}))
             for reader in self.readers.values():
                 reader.committed(reader.positions())
         return published
@@ -118,7 +133,7 @@ class Bridge:
         while True:
             try:
                 batch = await sub.fetch(FETCH, timeout=1.0)
-            except nats.errors.TimeoutError:
+            except (nats.errors.TimeoutError, TimeoutError):  # nothing came (the client raises either)
                 continue
             for message in batch:
                 payloads, used = frames(message.data)
@@ -126,12 +141,15 @@ class Bridge:
                     raise ValueError(f"a torn message on {message.subject}: {used} of {len(message.data)} bytes whole")
                 for payload in payloads:
                     self.writer.send(agent, payload)
+                if message.headers and END in message.headers:
+                    key, segment, offset = message.headers[END].split()
+                    self.received[key] = max(self.received.get(key, [0, 0]), [int(segment), int(offset)])
             self.writer.flush()
             self.writer.sync()
-            self.received += len(batch)
-            replace_file(self.counts_file, orjson.dumps(self.received))
+            replace_file(self.received_file, orjson.dumps(self.received))
             for message in batch:
                 await message.ack()
+            self.messages_received += len(batch)
 
     def drained(self, links_in: Mapping[int, Mapping[str, Sequence[int]]]) -> bool:
         """Nothing left to publish, and every local agent (``links_in``: its read positions) has read

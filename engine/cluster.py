@@ -16,11 +16,14 @@ receiver acknowledged it.
 **The end** is a distributed termination check on the entries alone. A machine says ``quiet``
 when its agents are idle, its own spools are read to their ends and its bridge has published
 everything its agents wrote for other machines and its agents have read everything it received;
-it also counts the messages it published (``sent``) and acknowledged (``received``). The crawl is
-over when two views in a row show every member quiet, with a newer beat and the same counts, and
-the counts add up (every sent message received): the four-counter method, since a quiet machine
-wakes up only on a message, which would change a count (:func:`crawl_over`, pure). The first
-machine to see it puts ``done``; the others stop on seeing that.
+it also says, for each of its spools to another machine's agent, where it has published it to,
+and for each such spool of the others, where it has taken it in to (``engine/bridge.py``). The
+crawl is over when two views in a row show every member quiet, with a newer beat and the same
+positions, and every spool taken in where it was published to: the four-counter method with
+positions for counters, since a quiet machine wakes up only on a message, which would move a
+position (:func:`crawl_over`, pure). Positions, unlike message counts, are not changed by a
+message repeated after a crash. The first machine to see it puts ``done``; the others stop on
+seeing that.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import nats
 import nats.errors
@@ -74,8 +77,8 @@ class Entry:
     agents: int
     beat: int = 0
     quiet: bool = False  # nothing to do here, nothing unsent, nothing unread
-    sent: int = 0  # messages of links published to other machines (acknowledged by the stream)
-    received: int = 0  # messages of links taken in (in an inbox spool, then acknowledged)
+    published: dict[str, list[int]] = field(default_factory=dict)  # spool to another machine -> published to
+    received: dict[str, list[int]] = field(default_factory=dict)  # another machine's spool -> taken in to
     done: bool = False  # this machine saw the whole crawl over
 
     def encode(self) -> bytes:
@@ -95,9 +98,10 @@ def crawl_over(before: Mapping[str, Entry], now: Mapping[str, Entry], members: S
         return False  # a member missing (not joined, or its entry expired): not over
     for node in nodes:
         a, b = before[node], now[node]
-        if not (a.quiet and b.quiet) or b.beat <= a.beat or (a.sent, a.received) != (b.sent, b.received):
+        if not (a.quiet and b.quiet) or b.beat <= a.beat or (a.published, a.received) != (b.published, b.received):
             return False
-    return sum(e.sent for e in now.values()) == sum(e.received for e in now.values())
+    received = {key: position for e in now.values() for key, position in e.received.items()}
+    return all(received.get(key) == position for e in now.values() for key, position in e.published.items())
 
 
 class ClusterError(Exception):
@@ -132,8 +136,8 @@ class Cluster:
         await self._js.add_stream(name=stream_name(crawl), subjects=[f"crawl.{crawl}.links.>"],
                                   retention=RetentionPolicy.WORK_QUEUE, storage=StorageType.FILE)
 
-    async def beat(self, **state: int | bool) -> None:
-        """Put this machine's entry again, with ``state`` (quiet, sent, received, done) changed."""
+    async def beat(self, **state: object) -> None:
+        """Put this machine's entry again, with ``state`` (quiet, published, received, done) changed."""
         assert self._kv is not None
         fields = {**asdict(self.entry), **state, "beat": self.entry.beat + 1}
         self.entry = Entry(**fields)

@@ -25,7 +25,7 @@ supervisor
 * **joins a crawl over several machines** with ``cluster.url`` (``engine/cluster.py``): it waits
   for ``cluster.size`` machines, writes the members into the manifest (the agents build the ring
   over every machine's agents from them), runs the bridge that carries links to and from the
-  other machines (``engine/bridge.py``), beats its entry with its quiet state and message counts,
+  other machines (``engine/bridge.py``), beats its entry with its quiet state and the positions of its spools to and from them,
   and ends the crawl when every machine is quiet and every message taken in, not when its own
   agents are;
 * **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
@@ -45,6 +45,7 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -169,6 +170,8 @@ class Supervisor:
         watchers = [asyncio.create_task(self.keep(agent)) for agent in self.agents if not self.stopping]
         ticker = asyncio.create_task(self.tick_loop())
         machines = [asyncio.create_task(self.bridge.run()), asyncio.create_task(self.beat_loop())] if self.bridge else []
+        for task in machines:
+            task.add_done_callback(self.cluster_failed)
         await asyncio.gather(*watchers)
         for task in machines:
             task.cancel()
@@ -217,12 +220,24 @@ class Supervisor:
         c = self.config.cluster
         self.bridge = Bridge(cluster.js, self.out, c.crawl_id, c.node, len(self.agents), GlobalRing(self.members))
 
+    def cluster_failed(self, task: asyncio.Task[None]) -> None:
+        """The bridge or the heartbeat stopped before the crawl did (the server lost for good, a bug):
+        without them this machine can neither exchange links nor see the end, so it stops, failed."""
+        if task.cancelled() or self.stopping:
+            return
+        error = task.exception()
+        where = "".join(traceback.format_exception(error)) if error is not None else "it ended"
+        print(f"crawl: the link exchange with the other machines failed; stopping: {where}", file=sys.stderr)
+        self.failed = True
+        self.stop_crawl("cluster failing")
+
     async def beat_loop(self) -> None:
         """Put this machine's entry every heartbeat; stop the crawl once every machine's shows it over."""
         assert self.cluster is not None and self.bridge is not None and self.members is not None
         before: dict[str, Entry] = {}
         while True:
-            await self.cluster.beat(quiet=self.quiet, sent=self.bridge.sent, received=self.bridge.received)
+            await self.cluster.beat(quiet=self.quiet, published=dict(self.bridge.published),
+                                    received=dict(self.bridge.received))
             view = await self.cluster.view()
             if not self.stopping and crawl_over(before, view, self.members):
                 await self.cluster.beat(done=True)
@@ -527,7 +542,7 @@ class Supervisor:
         """``stats.json``'s ``cluster``: this machine, the members, the messages of links it exchanged."""
         assert self.bridge is not None
         return {"node": self.config.cluster.node, "members": self.members,
-                "messages_sent": self.bridge.sent, "messages_received": self.bridge.received}
+                "messages_sent": self.bridge.messages_sent, "messages_received": self.bridge.messages_received}
 
     def full_report(self) -> dict[str, Any]:
         """``stats.json``'s ``store_full``: who found no room, to write what, and the free space there."""

@@ -62,20 +62,27 @@ async def test_a_machine_too_many_is_refused(server: str) -> None:
             await m.close()
 
 
-def entries(**state: tuple[int, bool, int, int]) -> dict[str, Entry]:
-    return {n: Entry(n, 1, beat, quiet, sent, received) for n, (beat, quiet, sent, received) in state.items()}
+AB, BA = "a.0>1", "b.0>0"  # the spools between the two machines' agents
 
 
-def test_the_crawl_is_over_only_on_two_quiet_views_whose_counts_agree() -> None:
-    before = entries(a=(1, True, 3, 2), b=(1, True, 2, 3))
-    assert crawl_over(before, entries(a=(2, True, 3, 2), b=(2, True, 2, 3)), MEMBERS)
-    assert not crawl_over(before, entries(a=(2, True, 3, 2), b=(1, True, 2, 3)), MEMBERS)  # b did not beat again
-    assert not crawl_over(before, entries(a=(2, True, 3, 2), b=(2, True, 2, 4)), MEMBERS)  # b received since
-    assert not crawl_over(before, entries(a=(2, True, 3, 2), b=(2, False, 2, 3)), MEMBERS)
-    assert not crawl_over(before, entries(a=(2, True, 3, 2)), MEMBERS)  # b's entry expired
-    unequal = entries(a=(1, True, 3, 2), b=(1, True, 1, 3))
-    assert not crawl_over(unequal, entries(a=(2, True, 3, 2), b=(2, True, 1, 3)), MEMBERS)  # a message in flight
-    done = {**entries(a=(2, False, 0, 0)), "b": Entry("b", 1, 3, done=True)}
+def entries(**state: tuple[int, bool, dict[str, list[int]], dict[str, list[int]]]) -> dict[str, Entry]:
+    return {n: Entry(n, 1, beat, quiet, published, received)
+            for n, (beat, quiet, published, received) in state.items()}
+
+
+def test_the_crawl_is_over_only_on_two_quiet_views_whose_spools_are_taken_in_to_where_published() -> None:
+    a, b = {AB: [1, 300]}, {BA: [1, 200]}
+    before = entries(a=(1, True, a, b), b=(1, True, b, a))
+    assert crawl_over(before, entries(a=(2, True, a, b), b=(2, True, b, a)), MEMBERS)
+    assert not crawl_over(before, entries(a=(2, True, a, b), b=(1, True, b, a)), MEMBERS)  # b did not beat again
+    moved = {AB: [1, 400]}
+    assert not crawl_over(before, entries(a=(2, True, a, b), b=(2, True, b, moved)), MEMBERS)  # b took in more since
+    assert not crawl_over(before, entries(a=(2, True, a, b), b=(2, False, b, a)), MEMBERS)
+    assert not crawl_over(before, entries(a=(2, True, a, b)), MEMBERS)  # b's entry expired
+    behind = {AB: [1, 100]}  # a's last message to b is still in the stream
+    stuck = entries(a=(1, True, a, b), b=(1, True, b, behind))
+    assert not crawl_over(stuck, entries(a=(2, True, a, b), b=(2, True, b, behind)), MEMBERS)
+    done = {**entries(a=(2, False, {}, {})), "b": Entry("b", 1, 3, done=True)}
     assert crawl_over({}, done, MEMBERS)
 
 
@@ -103,13 +110,13 @@ async def test_links_cross_machines_through_the_stream_and_are_acknowledged_once
             outbox.add(to_b, "http://a.test/", links[i:i + 10])
         outbox.flush()
         assert await bridges["a"].send_once()
-        assert bridges["a"].sent >= 2  # cut into messages under the payload limit
+        assert bridges["a"].messages_sent >= 2  # cut into messages under the payload limit
         assert bridges["a"].drained({0: {str(BRIDGE): [1, 0]}})  # all published, and a took in nothing
         inbox = Inbox(out["b"] / "links", 0, [BRIDGE])
         got: list[str] = []
         await wait_for(lambda: got.extend(u for _, batch, _ in inbox.poll() for u in batch) or len(got) >= len(links))
         assert got == links
-        await wait_for(lambda: bridges["b"].received == bridges["a"].sent)
+        await wait_for(lambda: bridges["b"].received == bridges["a"].published == {"a.0>1": [1, outbox.positions()[to_b][1]]})
         deadline = time.monotonic() + 20
         while (await machines["a"].js.stream_info(stream_name("t1"))).state.messages:  # acks are asynchronous
             assert time.monotonic() < deadline, "the messages were never acknowledged"
@@ -119,8 +126,11 @@ async def test_links_cross_machines_through_the_stream_and_are_acknowledged_once
         # the sender's read positions are saved: a restarted bridge publishes nothing again
         again = Bridge(machines["a"].js, out["a"], "t1", "a", 1, ring)
         assert not await again.send_once()
-        assert again.sent == bridges["a"].sent  # the counts of the end check outlive a restart
-        assert Bridge(machines["b"].js, out["b"], "t1", "b", 1, ring).received == bridges["b"].received
+        assert again.published == bridges["a"].published  # the end check's positions outlive a restart
+        restarted = Bridge(machines["b"].js, out["b"], "t1", "b", 1, ring)
+        assert restarted.received == bridges["b"].received
+        restarted.writer.close()
+        again.writer.close()
         outbox.close()
     finally:
         receiving.cancel()

@@ -9,6 +9,8 @@ links crossing between the machines both ways.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -26,14 +28,43 @@ from tests.invitro_harness import (
     page_requests,
     reachable,
     url_of,
+    when_requests,
 )
 from tests.nats_server import nats_server
-from tests.test_agents import check_politeness, warc_records
+from tests.test_agents import check_politeness, records_at_crash, warc_records
 
 WEB = WebParams(hosts=24, hosts_per_ip=1, mean_pages=10, max_pages=24, mean_links=20, page_bytes=4000)
 SETTINGS = ["politeness.host_delay=0.2", "politeness.ip_delay=0.05", "engine.fetchers=30",
             "engine.checkpoint_interval=0.3", "engine.processes=1", "cluster.crawl_id=\"two\""]
 NODES = ("a", "b")
+
+
+def start(tmp: Path, node: str, seeds: list[str], web: WebThread, broker: str, *extra: str) -> subprocess.Popen[str]:
+    """Machine ``node``: a ``crawl run`` process tree of its own (its own session, for a kill -9 of all of it)."""
+    args = ["--cluster", broker, "--node", node, "--cluster-size", "2", *extra]
+    return subprocess.Popen(crawl_command(tmp / node, seeds, dns=web.web.dns_address, settings=SETTINGS, args=args),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def finish(machines: dict[str, subprocess.Popen[str]]) -> None:
+    errors = {}
+    try:
+        for node, process in machines.items():
+            _, errors[node] = process.communicate(timeout=240)
+    finally:
+        for process in machines.values():  # every machine, whichever failed
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
+    for node, process in machines.items():
+        assert process.returncode == 0, f"machine {node}: {errors[node]}"
+
+
+def outcome(tmp: Path) -> tuple[dict[str, dict], dict[str, set[str]]]:  # type: ignore[type-arg]
+    stats = {node: orjson.loads((tmp / node / "stats.json").read_bytes()) for node in NODES}
+    pages = {node: {uri for kind, uri in warc_records(tmp / node) if kind in ("response", "revisit")
+                    and not uri.endswith("/robots.txt")} for node in NODES}
+    return stats, pages
 
 
 @pytest.fixture(scope="module")
@@ -43,28 +74,10 @@ def two_machines(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
     seeds = web.web.seeds[:6]
     try:
         with nats_server(tmp / "nats") as broker:
-            machines = {
-                node: subprocess.Popen(
-                    crawl_command(tmp / node, seeds, dns=web.web.dns_address, settings=SETTINGS,
-                                  args=["--cluster", broker.url, "--node", node, "--cluster-size", "2"]),
-                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                for node in NODES
-            }
-            errors = {}
-            for node, process in machines.items():
-                try:
-                    _, errors[node] = process.communicate(timeout=240)
-                finally:
-                    if process.poll() is None:
-                        process.kill()
-                        process.wait(30)
+            finish({node: start(tmp, node, seeds, web, broker.url) for node in NODES})
     finally:
         log = web.stop()
-    for node, process in machines.items():
-        assert process.returncode == 0, f"machine {node}: {errors[node]}"
-    stats = {node: orjson.loads((tmp / node / "stats.json").read_bytes()) for node in NODES}
-    pages = {node: {uri for kind, uri in warc_records(tmp / node) if kind in ("response", "revisit")
-                    and not uri.endswith("/robots.txt")} for node in NODES}
+    stats, pages = outcome(tmp)
     return web.model, seeds, log, stats, pages
 
 
@@ -111,3 +124,41 @@ def test_links_cross_between_the_machines_both_ways(two_machines) -> None:  # ty
                 from_the_other.append(url)
             known.update(canonicalize(link) for link, _ in page_links(model.respond(record.host, record.target)))
         assert from_the_other, f"machine {node} fetched no page first discovered by the other"
+
+
+# -- kill -9 of one machine mid-crawl, then it comes back with --resume --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def machine_crash(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    tmp = tmp_path_factory.mktemp("crash")
+    web = WebThread(WEB, tmp / "requests.jsonl")
+    seeds = web.web.seeds[:6]
+    expected = reachable(web.model, seeds)
+    try:
+        with nats_server(tmp / "nats") as broker:
+            answered = when_requests(web, len(expected) // 2)
+            a, b = (start(tmp, node, seeds, web, broker.url) for node in NODES)
+            assert answered.wait(120), "the crawl did not get half way"
+            os.killpg(b.pid, signal.SIGKILL)  # machine b's supervisor and agent at once; a goes on
+            b.wait(30)
+            stored_at_crash = records_at_crash(tmp / "b")
+            finish({"a": a, "b": start(tmp, "b", seeds, web, broker.url, "--resume")})
+    finally:
+        log = web.stop()
+    stats, pages = outcome(tmp)
+    return web.model, expected, log, stats, pages, stored_at_crash
+
+
+def test_a_machine_killed_and_resumed_loses_no_link_and_refetches_only_its_fetches_in_flight(machine_crash) -> None:  # type: ignore[no-untyped-def]
+    model, expected, log, stats, pages, stored_at_crash = machine_crash
+    assert {s["stop_reason"] for s in stats.values()} == {"done"}
+    crashed = {u for u in stored_at_crash if not u.endswith("/robots.txt")}
+    assert 0 < len(crashed) < len(pages["b"]), "b must have crawled before the crash and after its return"
+    requested = Counter(url_of(r, model.port) for r in page_requests(log))
+    assert set(requested) == expected, f"missing: {sorted(expected - set(requested))[:5]}"
+    assert pages["a"] | pages["b"] >= expected
+    assert not pages["a"] & pages["b"], "a page is in both machines' WARC files"
+    repeated = {u for u, n in requested.items() if n > 1}
+    assert not repeated & stored_at_crash, "a page b had stored was fetched again"
+    assert all(host(u) in {host(p) for p in pages["b"]} for u in repeated), "only b's fetches were cut"
