@@ -22,8 +22,13 @@ crawl is over when two views in a row show every member quiet, with a newer beat
 positions, and every spool taken in where it was published to: the four-counter method with
 positions for counters, since a quiet machine wakes up only on a message, which would move a
 position (:func:`crawl_over`, pure). Positions, unlike message counts, are not changed by a
-message repeated after a crash. The first machine to see it puts ``done``; the others stop on
-seeing that.
+message repeated after a crash. The first machine to see it puts ``stop = "done"``; the others
+stop on seeing that.
+
+**A stop** of one machine for any other reason (``max_pages`` or ``max_seconds`` on its own
+count and clock, a signal, the control API) is put in its entry too, and stops the others: the
+crawl stops as one and resumes as one (``--resume`` on every machine). Only a machine that dies
+says nothing; the others wait for it to come back.
 """
 
 from __future__ import annotations
@@ -79,7 +84,7 @@ class Entry:
     quiet: bool = False  # nothing to do here, nothing unsent, nothing unread
     published: dict[str, list[int]] = field(default_factory=dict)  # spool to another machine -> published to
     received: dict[str, list[int]] = field(default_factory=dict)  # another machine's spool -> taken in to
-    done: bool = False  # this machine saw the whole crawl over
+    stop: str = ""  # why this machine stopped the crawl: "done" (it saw the whole crawl over), or its own reason
 
     def encode(self) -> bytes:
         return orjson.dumps(asdict(self))
@@ -91,7 +96,7 @@ class Entry:
 
 def crawl_over(before: Mapping[str, Entry], now: Mapping[str, Entry], members: Sequence[Member]) -> bool:
     """Whether two successive views of the entries show a finished crawl (see the module's docstring)."""
-    if any(e.done for e in now.values()):
+    if any(e.stop == "done" for e in now.values()):
         return True
     nodes = {node for node, _ in members}
     if set(before) != nodes or set(now) != nodes:
@@ -137,7 +142,7 @@ class Cluster:
                                   retention=RetentionPolicy.WORK_QUEUE, storage=StorageType.FILE)
 
     async def beat(self, **state: object) -> None:
-        """Put this machine's entry again, with ``state`` (quiet, published, received, done) changed."""
+        """Put this machine's entry again, with ``state`` (quiet, published, received, stop) changed."""
         assert self._kv is not None
         fields = {**asdict(self.entry), **state, "beat": self.entry.beat + 1}
         self.entry = Entry(**fields)

@@ -25,9 +25,9 @@ supervisor
 * **joins a crawl over several machines** with ``cluster.url`` (``engine/cluster.py``): it waits
   for ``cluster.size`` machines, writes the members into the manifest (the agents build the ring
   over every machine's agents from them), runs the bridge that carries links to and from the
-  other machines (``engine/bridge.py``), beats its entry with its quiet state and the positions of its spools to and from them,
-  and ends the crawl when every machine is quiet and every message taken in, not when its own
-  agents are;
+  other machines (``engine/bridge.py``), beats its entry with its quiet state and the positions of
+  its spools to and from them, and ends the crawl when every machine is quiet and every spool
+  taken in, not when its own agents are; a stop of one machine stops them all;
 * **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
   :class:`~engine.control.Controllable`, fanning each command out to the agents and answering
   once every agent has applied it. Paused state, added seeds and live settings are kept in
@@ -177,6 +177,8 @@ class Supervisor:
             task.cancel()
         await asyncio.gather(*machines, return_exceptions=True)
         if self.cluster is not None:
+            with contextlib.suppress(Exception):  # the last word, in case no beat carried it (the server may be gone)
+                await self.cluster.beat(stop=self.stop_reason or self.agents_reason() or "stopped")
             await self.cluster.close()
         if control is not None:
             await control.close()
@@ -220,6 +222,10 @@ class Supervisor:
         c = self.config.cluster
         self.bridge = Bridge(cluster.js, self.out, c.crawl_id, c.node, len(self.agents), GlobalRing(self.members))
 
+    def agents_reason(self) -> str:
+        """Why the agents stopped by themselves (a lone agent checks ``engine.max_pages`` itself)."""
+        return ", ".join(sorted({a.summary.get("stop_reason", "") for a in self.agents if a.summary} - {""}))
+
     def cluster_failed(self, task: asyncio.Task[None]) -> None:
         """The bridge or the heartbeat stopped before the crawl did (the server lost for good, a bug):
         without them this machine can neither exchange links nor see the end, so it stops, failed."""
@@ -232,16 +238,22 @@ class Supervisor:
         self.stop_crawl("cluster failing")
 
     async def beat_loop(self) -> None:
-        """Put this machine's entry every heartbeat; stop the crawl once every machine's shows it over."""
+        """Put this machine's entry every heartbeat; stop the crawl once every machine's shows it over,
+        or another machine stopped (engine/cluster.py: a crawl over machines stops as one)."""
         assert self.cluster is not None and self.bridge is not None and self.members is not None
         before: dict[str, Entry] = {}
         while True:
             await self.cluster.beat(quiet=self.quiet, published=dict(self.bridge.published),
-                                    received=dict(self.bridge.received))
+                                    received=dict(self.bridge.received), stop=self.stop_reason)
             view = await self.cluster.view()
-            if not self.stopping and crawl_over(before, view, self.members):
-                await self.cluster.beat(done=True)
-                self.stop_crawl("done")
+            if not self.stopping:
+                other = next((e for e in view.values() if e.stop and e.node != self.config.cluster.node), None)
+                if crawl_over(before, view, self.members):
+                    self.stop_crawl("done")
+                elif other is not None:
+                    self.stop_crawl(f"machine {other.node}: {other.stop}")
+                if self.stopping:
+                    await self.cluster.beat(stop=self.stop_reason)
             before = view
             await asyncio.sleep(HEARTBEAT)
 

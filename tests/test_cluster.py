@@ -82,7 +82,7 @@ def test_the_crawl_is_over_only_on_two_quiet_views_whose_spools_are_taken_in_to_
     behind = {AB: [1, 100]}  # a's last message to b is still in the stream
     stuck = entries(a=(1, True, a, b), b=(1, True, b, behind))
     assert not crawl_over(stuck, entries(a=(2, True, a, b), b=(2, True, b, behind)), MEMBERS)
-    done = {**entries(a=(2, False, {}, {})), "b": Entry("b", 1, 3, done=True)}
+    done = {**entries(a=(2, False, {}, {})), "b": Entry("b", 1, 3, stop="done")}
     assert crawl_over({}, done, MEMBERS)
 
 

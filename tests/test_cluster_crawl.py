@@ -162,3 +162,16 @@ def test_a_machine_killed_and_resumed_loses_no_link_and_refetches_only_its_fetch
     repeated = {u for u, n in requested.items() if n > 1}
     assert not repeated & stored_at_crash, "a page b had stored was fetched again"
     assert all(host(u) in {host(p) for p in pages["b"]} for u in repeated), "only b's fetches were cut"
+
+
+def test_a_machine_that_stops_stops_the_others(tmp_path: Path) -> None:
+    web = WebThread(WEB, tmp_path / "requests.jsonl")
+    try:
+        with nats_server(tmp_path / "nats") as broker:
+            finish({"a": start(tmp_path, "a", web.web.seeds[:6], web, broker.url, "--max-pages", "20"),
+                    "b": start(tmp_path, "b", web.web.seeds[:6], web, broker.url)})
+    finally:
+        web.stop()
+    stats, _ = outcome(tmp_path)
+    assert stats["a"]["stop_reason"] == "max_pages"
+    assert stats["b"]["stop_reason"] == "machine a: max_pages"  # not left waiting for a for ever
