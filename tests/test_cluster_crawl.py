@@ -4,7 +4,10 @@ One nats-server, started by the test on loopback; two ``crawl run --cluster URL 
 --cluster-size 2`` process trees, each with its own output folder and one agent. Judged from
 the web's request log and both machines' WARC files (warcio): every reachable page fetched once
 in all, each host by one machine only (the one the ring over both machines' agents gives), and
-links crossing between the machines both ways.
+links crossing between the machines both ways; after a kill -9 of one machine's whole process
+tree and its return with ``--resume``, nothing lost and only its cut fetches repeated; a machine
+that stops stops the other. The web has one host per IP: the IP delay across machines is not
+built yet (hosts of one IP on two machines could be fetched closer than it).
 """
 
 from __future__ import annotations
