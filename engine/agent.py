@@ -42,12 +42,12 @@ from engine.dns import CachingResolver
 from engine.fetch import ClientSettings, Fetcher
 from engine.fetching import Fetchers, PageBudget
 from engine.ip_table import SharedIpTable
+from engine.ownership import Member
 from engine.parts import build_archive, build_frontier, frontier_figures, share_hosts_per_ip
 from engine.pipeline import Pipeline
 from engine.quality_log import QualityLog
 from engine.resolving import Resolver, Resolvers
 from engine.resume import InFlightSlots
-from engine.ownership import Member
 from engine.routing import LinkRouter
 from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
 from engine.status import AgentStatus

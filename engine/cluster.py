@@ -38,17 +38,17 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-import nats
-import nats.errors
+from typing import TYPE_CHECKING
+
 import orjson
-from nats.aio.client import Client
-from nats.js import JetStreamContext
-from nats.js.api import RetentionPolicy, StorageType
-from nats.js.errors import NoKeysError
-from nats.js.kv import KeyValue
 
 from engine.config import ClusterConfig
 from engine.ownership import Member
+
+if TYPE_CHECKING:  # nats is imported when a machine joins: a crawl on one machine never pays for it
+    from nats.aio.client import Client
+    from nats.js import JetStreamContext
+    from nats.js.kv import KeyValue
 
 TTL = 10.0  # seconds an entry lives without a beat
 HEARTBEAT = 0.5  # seconds between two puts of a machine's entry
@@ -130,6 +130,10 @@ class Cluster:
 
     async def connect(self) -> None:
         """Connect, and create the bucket and the stream if this machine is the first."""
+        import nats
+        import nats.errors
+        from nats.js.api import RetentionPolicy, StorageType
+
         try:
             self.nc = await nats.connect(self.config.url, connect_timeout=5, max_reconnect_attempts=RECONNECTS,
                                          reconnect_time_wait=1, error_cb=_quiet, name=self.config.node)
@@ -150,6 +154,8 @@ class Cluster:
 
     async def view(self) -> dict[str, Entry]:
         """The live members' entries, by node."""
+        from nats.js.errors import NoKeysError
+
         assert self._kv is not None
         try:
             keys = await self._kv.keys()

@@ -50,12 +50,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from engine.bridge import Bridge
-from engine.cluster import HEARTBEAT, Cluster, Entry, crawl_over
 from engine.config import Config, describe
 from engine.control import ControlServer, token_for
 from engine.ip_table import SharedIpTable
@@ -67,6 +65,10 @@ from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
 from engine.status import AgentStatus, add_up
 from frontier.urls import canonicalize
 from store.errors import StoreFull, free_space, preallocate
+
+if TYPE_CHECKING:  # imported when a machine joins a crawl over several (they bring in nats)
+    from engine.bridge import Bridge
+    from engine.cluster import Cluster, Entry
 
 MANIFEST = "crawl.json"
 EXIT_STORE_FULL = 3  # exit status of an agent, and of ``crawl run``, stopped by a full disk (1: failed, 2: usage)
@@ -136,7 +138,11 @@ class Supervisor:
         self.display = ProgressDisplay(config.engine.progress, max_pages=config.engine.max_pages,
                                        max_seconds=config.engine.max_seconds)
         self._max_seconds_timer: asyncio.TimerHandle | None = None
-        self.cluster = Cluster(config.cluster, agents) if config.cluster.url else None
+        self.cluster: Cluster | None = None
+        if config.cluster.url:
+            from engine.cluster import Cluster
+
+            self.cluster = Cluster(config.cluster, agents)
         self.members: list[Member] | None = None
         self.bridge: Bridge | None = None
         self.quiet = False  # with a cluster: this machine has nothing to do, send or read (check_end)
@@ -211,6 +217,8 @@ class Supervisor:
     async def join(self, cluster: Cluster) -> None:
         """Join the crawl over machines: wait for its members (a resumed crawl keeps those of its manifest),
         and make the bridge over the ring they give."""
+        from engine.bridge import Bridge
+
         await cluster.connect()
         manifest = self.out / MANIFEST
         previous = orjson.loads(manifest.read_bytes()).get("members") if self.resuming and manifest.exists() else None
@@ -240,6 +248,8 @@ class Supervisor:
     async def beat_loop(self) -> None:
         """Put this machine's entry every heartbeat; stop the crawl once every machine's shows it over,
         or another machine stopped (engine/cluster.py: a crawl over machines stops as one)."""
+        from engine.cluster import HEARTBEAT, crawl_over
+
         assert self.cluster is not None and self.bridge is not None and self.members is not None
         before: dict[str, Entry] = {}
         while True:
