@@ -42,6 +42,7 @@ from engine.dns import CachingResolver
 from engine.fetch import ClientSettings, Fetcher
 from engine.fetching import Fetchers, PageBudget
 from engine.ip_table import SharedIpTable
+from engine.ownership import Member
 from engine.parts import build_archive, build_frontier, frontier_figures, share_hosts_per_ip
 from engine.pipeline import Pipeline
 from engine.quality_log import QualityLog
@@ -68,8 +69,10 @@ class Agent:
 
     def __init__(self, config: Config, seeds: list[str], *, index: int = 0, agents: int = 1,
                  channel: socket.socket | None = None, count_restored_pages: bool = True,
-                 fetcher: Fetcher | None = None, resolver: Resolver | None = None) -> None:
+                 fetcher: Fetcher | None = None, resolver: Resolver | None = None,
+                 members: list[Member] | None = None) -> None:
         self.config, self.index, self.agents = config, index, agents
+        self.alone = agents == 1 and members is None  # then the crawl ends when this agent is idle
         self.out = config.out_dir
         self.home = self.out / f"agent-{index}"
         self.home.mkdir(parents=True, exist_ok=True)
@@ -79,7 +82,7 @@ class Agent:
         crew = self.crew = Crew(config, build_frontier(config, self.home / "frontier", all_seeds, filters),
                                 Counters(), filters)
         crew.frontier.policy.join(index, agents)  # before the router asks it who owns a URL
-        self.router = LinkRouter(crew, self.out / "links", index, agents)
+        self.router = LinkRouter(crew, self.out / "links", index, agents, members, config.cluster.node)
         self.seeds = self.router.mine(all_seeds)
         self.fetcher = fetcher or make_fetcher(ClientSettings.from_config(config.network, config.engine.user_agent),
                                                config.network.client)
@@ -133,7 +136,7 @@ class Agent:
         mode = "off" if self.channel else config.engine.progress
         helpers = [
             asyncio.create_task(crew.until_full(distribute(crew, self.resolvers.start,
-                                                           self.idle if self.agents == 1 else None))),
+                                                           self.idle if self.alone else None))),
             asyncio.create_task(crew.until_full(self.todo_filler.run())),
             asyncio.create_task(crew.until_full(self.checkpointer.run())),
             asyncio.create_task(progress.report(self.status, self.started, config.engine, mode, self.timeline)),
@@ -244,12 +247,13 @@ class Agent:
 
 
 def run_agent(config: Config, seeds: list[str], *, index: int = 0, agents: int = 1,
-              channel: socket.socket | None = None, count_restored_pages: bool = True) -> dict[str, Any]:
+              channel: socket.socket | None = None, count_restored_pages: bool = True,
+              members: list[Member] | None = None) -> dict[str, Any]:
     """Run an agent to its end on uvloop; returns the summary also written to its stats.json."""
     import uvloop
 
     async def main() -> dict[str, Any]:
         return await Agent(config, seeds, index=index, agents=agents, channel=channel,
-                           count_restored_pages=count_restored_pages).run()
+                           count_restored_pages=count_restored_pages, members=members).run()
 
     return uvloop.run(main())

@@ -1,7 +1,8 @@
 """One agent process: ``python -m engine.agent_process OUT INDEX FD [--count-restored-pages]``.
 
 Started by the supervisor (``engine/supervisor.py``), never by hand. It reads the crawl's
-manifest (``OUT/crawl.json``: agents, configuration, seeds), runs agent ``INDEX`` on uvloop,
+manifest (``OUT/crawl.json``: agents, configuration, seeds, and in a crawl over several
+machines the members its ring is made of), runs agent ``INDEX`` on uvloop,
 and talks to the supervisor over the socket inherited as file descriptor ``FD``. It exits 0
 after a clean stop, and :data:`~engine.supervisor.EXIT_STORE_FULL` (3) when it stopped because
 the disk has no room (in the crawl, or already while recovering its files): the supervisor
@@ -38,8 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     validate(config)
     channel = socket.socket(fileno=args.fd)
     try:
+        members = [(node, agents) for node, agents in manifest["members"]] if "members" in manifest else None
         summary = run_agent(config, manifest["seeds"], index=args.index, agents=manifest["agents"], channel=channel,
-                            count_restored_pages=args.count_restored_pages)
+                            count_restored_pages=args.count_restored_pages, members=members)
     except StoreFull as e:  # before the crawl began: repairing the files or opening the frontier
         with contextlib.suppress(OSError):
             channel.sendall(orjson.dumps({"store_full": {"message": str(e), "path": str(e.path)}}) + b"\n")

@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--target-example", action="append", metavar="URL",
                      help="a page of the wanted type, for --policy source-target (policy.target_examples; "
                           "repeat it for a type with several layouts)")
+    run.add_argument("--cluster", metavar="nats://HOST:PORT",
+                     help="join a crawl over several machines through this NATS JetStream server (cluster.url)")
+    run.add_argument("--node", metavar="NAME", help="this machine's name in the crawl over machines (cluster.node)")
+    run.add_argument("--cluster-size", type=int, metavar="K",
+                     help="the number of machines of the crawl, waited for before crawling (cluster.size)")
     run.add_argument("--resume", action="store_true",
                      help="continue the crawl in the output folder (after a stop, a crash or a reboot); "
                           "starts a new one if the folder holds none")
@@ -133,6 +138,9 @@ def overrides(args: argparse.Namespace) -> list[str]:
         "policy.name": args.policy,
         "policy.model": args.model,
         "policy.target_examples": args.target_example,
+        "cluster.url": args.cluster,
+        "cluster.node": args.node,
+        "cluster.size": args.cluster_size,
     }
     for key, value in flags.items():
         if value is not None:
@@ -147,6 +155,7 @@ def make_config(args: argparse.Namespace) -> Config:
 
 
 def run(args: argparse.Namespace) -> int:
+    from engine.cluster import ClusterError
     from engine.credentials import check_spread
     from engine.supervisor import CrawlFolderError, prepare_folder, supervise
 
@@ -169,7 +178,11 @@ def run(args: argparse.Namespace) -> int:
             seeds = demo_web.enter_context(in_vitro_web(config))
         from engine.progress import summary_text
 
-        summary, status = supervise(config, seeds, agents, resuming=resuming)
+        try:
+            summary, status = supervise(config, seeds, agents, resuming=resuming)
+        except ClusterError as e:
+            sys.stderr.write(f"crawl: error: {e}\n")
+            return 1
         print(summary_text(summary), file=sys.stderr)
         print(f"output: {config.out_dir}/warc (WARC files), {config.out_dir}/stats.json", file=sys.stderr)
     return status  # 0, 1 (an agent kept failing) or 3 (the store is full: engine/supervisor.py)

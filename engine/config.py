@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.ownership import NODE_NAME
 from engine.parse import PAGE_RELS, LinkRules
 from frontier.filters import PhaseFilterError, PhaseFilters
 from frontier.policy import PolicyError, check as check_policy
@@ -173,6 +174,15 @@ class ControlConfig:
 
 
 @dataclass
+class ClusterConfig:
+    url: str = _doc("", "nats://HOST:PORT of the NATS JetStream server of a crawl over several machines (engine/cluster.py); empty = this machine alone")
+    node: str = _doc("", "this machine's name in the crawl (letters, digits, - and _), unique among its machines")
+    size: int = _doc(0, "how many machines the crawl has: each waits for them all before it crawls (the same on every machine)")
+    crawl_id: str = _doc("crawl", "the crawl's name on the server (letters, digits, - and _): the same on every machine of one crawl")
+    join_timeout: float = _doc(300.0, "seconds to wait for the other machines to join before giving up")
+
+
+@dataclass
 class CredentialConfig:
     """One ``[[credentials]]`` table: an API credential, a politeness resource beside host and IP."""
 
@@ -228,6 +238,7 @@ class Config:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     quality: QualityConfig = field(default_factory=QualityConfig)
     control: ControlConfig = field(default_factory=ControlConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
     credentials: list[CredentialConfig] = field(
         default_factory=list, metadata={"doc": "API credentials, [[credentials]] tables (engine/credentials.py); none by default"}
     )
@@ -403,10 +414,26 @@ def validate(config: Config) -> None:
     except PhaseFilterError as e:
         raise ConfigError(f"filters.{e.phase}", str(e)) from None
     _validate_quality(config.quality)
+    _validate_cluster(config.cluster)
     try:  # the policy's model is not read here: only building the policy does
         check_policy(config.policy.name, config.policy.options, Path(config.policy.model) if config.policy.model else None)
     except PolicyError as e:
         raise ConfigError(f"policy.{e.key}", e.problem) from None
+
+
+def _validate_cluster(cluster: ClusterConfig) -> None:
+    if not cluster.url:
+        return
+    if not re.match(r"^nats://[^/\s]+:\d+/?$", cluster.url):
+        raise ConfigError("cluster.url", f"expected nats://HOST:PORT, got {cluster.url!r}")
+    if not NODE_NAME.match(cluster.node):
+        raise ConfigError("cluster.node", f"a crawl over machines needs --node NAME (letters, digits, - and _), got {cluster.node!r}")
+    if cluster.size < 1:
+        raise ConfigError("cluster.size", f"a crawl over machines needs --cluster-size K (K >= 1), got {cluster.size}")
+    if not NODE_NAME.match(cluster.crawl_id):
+        raise ConfigError("cluster.crawl_id", f"letters, digits, - and _ only, got {cluster.crawl_id!r}")
+    if cluster.join_timeout <= 0:
+        raise ConfigError("cluster.join_timeout", f"must be positive, got {cluster.join_timeout}")
 
 
 def _validate_quality(quality: QualityConfig) -> None:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import orjson
@@ -50,8 +50,16 @@ FRAME = struct.Struct("<II")
 SEGMENT_BYTES = 64 << 20
 READ_CHUNK = 1 << 20
 
+BRIDGE = 999  # the sender number, in an agent's inbox, of its machine's bridge to the others (engine/bridge.py)
+
 Position = tuple[int, int]  # (segment, byte offset)
 Batch = tuple[str, list[str], list[LinkContext] | None]  # parent, links, their contexts
+
+
+def peers(me: int, agents: int | Iterable[int]) -> list[int]:
+    """The other ends of ``me``'s spools: every agent of ``range(agents)`` but ``me``, or the ones listed
+    (a crawl over several machines adds the machine's bridge, and spools to other machines' agents)."""
+    return [a for a in range(agents) if a != me] if isinstance(agents, int) else list(agents)
 
 
 def spool_dir(root: Path, sender: int, receiver: int) -> Path:
@@ -62,7 +70,11 @@ def _segments(folder: Path) -> list[int]:
     return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) if folder.exists() else []
 
 
-def _frames(data: bytes) -> tuple[list[bytes], int]:
+def frame(payload: bytes) -> bytes:
+    return FRAME.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def frames(data: bytes) -> tuple[list[bytes], int]:
     """The payloads of the complete, intact frames at the start of ``data``, and the bytes they span."""
     records: list[bytes] = []
     pos, end = 0, len(data)
@@ -87,7 +99,7 @@ def _batch(payload: bytes) -> Batch:
 class Outbox:
     """The sending side of one agent: a buffer and a spool per other agent."""
 
-    def __init__(self, root: Path, me: int, agents: int, *, segment_bytes: int = SEGMENT_BYTES,
+    def __init__(self, root: Path, me: int, agents: int | Iterable[int], *, segment_bytes: int = SEGMENT_BYTES,
                  buffer_bytes: int = 1 << 20) -> None:
         self.me = me
         self.segment_bytes = segment_bytes
@@ -95,7 +107,7 @@ class Outbox:
         self._buffers: dict[int, list[bytes]] = {}
         self._buffered: dict[int, int] = {}
         self._files: dict[int, tuple[int, int, int]] = {}  # receiver -> (segment, fd, size)
-        self._folders = {r: spool_dir(root, me, r) for r in range(agents) if r != me}
+        self._folders = {r: spool_dir(root, me, r) for r in peers(me, agents)}
         self.links_sent = 0
         for receiver, folder in self._folders.items():
             folder.mkdir(parents=True, exist_ok=True)
@@ -107,7 +119,7 @@ class Outbox:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         size = os.fstat(fd).st_size
         if repair and size:
-            good = _frames(os.pread(fd, size, 0))[1]
+            good = frames(os.pread(fd, size, 0))[1]
             if good < size:
                 os.ftruncate(fd, good)
                 size = good
@@ -124,7 +136,7 @@ class Outbox:
 
     def send(self, receiver: int, payload: bytes) -> None:
         """Buffer one frame of any ``payload`` for ``receiver`` (the policy's messages use this)."""
-        self._buffers.setdefault(receiver, []).append(FRAME.pack(len(payload), zlib.crc32(payload)) + payload)
+        self._buffers.setdefault(receiver, []).append(frame(payload))
         self._buffered[receiver] = self._buffered.get(receiver, 0) + FRAME.size + len(payload)
         if self._buffered[receiver] >= self.buffer_bytes:
             self._write(receiver)
@@ -135,8 +147,8 @@ class Outbox:
             self._write(receiver)
 
     def _write(self, receiver: int) -> None:
-        frames = self._buffers.get(receiver)
-        if not frames:
+        buffered = self._buffers.get(receiver)
+        if not buffered:
             return
         segment, fd, size = self._files[receiver]
         # a full disk raises StoreFull with the frames still buffered and the spool cut back to
@@ -146,10 +158,15 @@ class Outbox:
                 self._open(receiver, segment + 1, repair=False)
             os.close(fd)
             segment, fd, size = self._files[receiver]
-        data = b"".join(frames)
+        data = b"".join(buffered)
         append_whole(fd, data, self._folders[receiver] / f"{segment:08d}")
         del self._buffers[receiver], self._buffered[receiver]
         self._files[receiver] = (segment, fd, size + len(data))
+
+    def sync(self) -> None:
+        """Make what was written durable (a bridge acknowledges to the broker only after this)."""
+        for _, fd, _ in self._files.values():
+            os.fsync(fd)
 
     def positions(self) -> dict[int, Position]:
         """Where each spool ends, as written (for the supervisor's end-of-crawl check)."""
@@ -171,8 +188,9 @@ class Outbox:
 class Inbox:
     """The receiving side of one agent: a read position per sender."""
 
-    def __init__(self, root: Path, me: int, agents: int, positions: dict[int, Position] | None = None) -> None:
-        self._folders = {s: spool_dir(root, s, me) for s in range(agents) if s != me}
+    def __init__(self, root: Path, me: int, agents: int | Iterable[int],
+                 positions: dict[int, Position] | None = None) -> None:
+        self._folders = {s: spool_dir(root, s, me) for s in peers(me, agents)}
         self._positions: dict[int, Position] = {}
         for sender, folder in self._folders.items():
             folder.mkdir(parents=True, exist_ok=True)
@@ -200,7 +218,7 @@ class Inbox:
                         data = f.read(max_bytes)
                 except FileNotFoundError:
                     data = b""
-                records, used = _frames(data)
+                records, used = frames(data)
                 out += [(sender, r) for r in records]
                 offset += used
                 if used < len(data) or used == max_bytes:
@@ -210,7 +228,7 @@ class Inbox:
                 # the sender moved on, so this segment is complete: finish it, then go on
                 with open(path, "rb") as f:
                     f.seek(offset)
-                    records, used = _frames(f.read())
+                    records, used = frames(f.read())
                 out += [(sender, r) for r in records]
                 segment, offset = segment + 1, 0
             self._positions[sender] = (segment, offset)
@@ -218,6 +236,14 @@ class Inbox:
 
     def positions(self) -> dict[int, Position]:
         return dict(self._positions)
+
+    def drained(self) -> bool:
+        """Every spool read to its end as it is on disk now."""
+        for sender, folder in self._folders.items():
+            segments = _segments(folder)
+            if segments and self._positions[sender] < (segments[-1], (folder / f"{segments[-1]:08d}").stat().st_size):
+                return False
+        return True
 
     def committed(self, positions: dict[int, Position]) -> None:
         """``positions`` are durable (in a checkpoint): delete the segments wholly before them."""

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from engine.credentials import pinned_hosts
 from engine.crew import Crew
-from engine.link_exchange import Inbox, Outbox, Position
-from engine.ownership import HashRing
+from engine.link_exchange import BRIDGE, Inbox, Outbox, Position, peers
+from engine.ownership import GlobalRing, HashRing, Member
 from frontier.page import LinkContext
 from frontier.policy import CrawlPolicy
 from frontier.urls import host_of
@@ -29,12 +29,29 @@ EXCHANGE_PERIOD = 0.05  # seconds: spools are files, nothing to wait on
 
 
 class LinkRouter:
-    """Agent ``index`` of ``agents``: routes links, and owns the spools of a several-agent crawl."""
+    """Agent ``index`` of ``agents``: routes links, and owns the spools of a several-agent crawl.
 
-    def __init__(self, crew: Crew, links: Path, index: int, agents: int) -> None:
+    In a crawl over several machines (``members``, with this machine's ``node``), hosts are hashed
+    over the agents of every machine (``GlobalRing``); a link of another machine's agent goes to the
+    spool ``OUT/remote/III-GGG`` (GGG: that agent's place in the ring), which the supervisor's bridge
+    publishes (``engine/bridge.py``), and links from other machines arrive in this agent's inbox as
+    from sender ``BRIDGE``."""
+
+    def __init__(self, crew: Crew, links: Path, index: int, agents: int,
+                 members: list[Member] | None = None, node: str = "") -> None:
         self.crew = crew
         self.index, self.agents = index, agents
-        self.ring = HashRing(agents)
+        self.ring: HashRing = HashRing(agents)
+        # where each ring owner's links go: a local agent's index, or -1 - (its place in the global ring)
+        self._routes = list(range(agents))
+        senders = peers(index, agents)
+        self.remote: Outbox | None = None
+        if members is not None:
+            ring = self.ring = GlobalRing(members)
+            self._routes = [i if n == node else -1 - g for g, (n, i) in enumerate(ring.agents_list)]
+            senders.append(BRIDGE)
+            self.remote = Outbox(links.parent / "remote", index, [g for g, (n, _) in enumerate(ring.agents_list) if n != node])
+        self.senders = senders
         self.pinned = pinned_hosts(crew.config.credentials, agents)  # a credential's hosts go with it
         policy = crew.frontier.policy
         hooks = type(policy)  # a policy's hook is asked only when it overrides the default
@@ -45,8 +62,9 @@ class LinkRouter:
         self.ticks_alone = hooks.tick is not CrawlPolicy.tick and agents == 1  # several agents tick in the exchange
         self._owners: dict[str, int] = {}
         self.links = links
-        self.outbox = Outbox(links, index, agents) if agents > 1 else None
-        self.inbox = Inbox(links, index, agents) if agents > 1 else None
+        several = agents > 1 or members is not None
+        self.outbox = Outbox(links, index, agents) if several else None
+        self.inbox = Inbox(links, index, senders) if several else None
 
     def owner(self, scheme_authority: str) -> int:
         owner = self._owners.get(scheme_authority)
@@ -55,7 +73,7 @@ class LinkRouter:
                 self._owners.clear()
             host = host_of(scheme_authority)
             pinned = self.pinned.get(host)
-            owner = self._owners[scheme_authority] = self.ring.owner(host) if pinned is None else pinned
+            owner = self._owners[scheme_authority] = self._routes[self.ring.owner(host)] if pinned is None else pinned
         return owner
 
     def owner_of(self, url: str) -> int:
@@ -109,7 +127,11 @@ class LinkRouter:
                 if their_contexts is not None and contexts is not None:
                     their_contexts.append(contexts[i])
         for who, (urls, their_contexts) in theirs.items():
-            self.outbox.add(who, parent, urls, their_contexts)
+            if who >= 0:
+                self.outbox.add(who, parent, urls, their_contexts)
+            else:
+                assert self.remote is not None
+                self.remote.add(-1 - who, parent, urls, their_contexts)
         return mine, my_contexts
 
     async def exchange(self) -> None:
@@ -118,7 +140,7 @@ class LinkRouter:
         assert self.outbox is not None and self.inbox is not None
         crew = self.crew
         while not crew.stopping:
-            self.outbox.flush()
+            self.flush()
             received = False
             for parent, links, contexts in self.inbox.poll():
                 received |= bool(crew.frontier.discover(links, parent, contexts))
@@ -155,11 +177,13 @@ class LinkRouter:
     @property
     def pending(self) -> bool:
         """Links buffered for another agent, not written yet."""
-        return self.outbox is not None and self.outbox.pending
+        return (self.outbox is not None and self.outbox.pending) or (self.remote is not None and self.remote.pending)
 
     def flush(self) -> None:
         if self.outbox is not None:
             self.outbox.flush()
+        if self.remote is not None:
+            self.remote.flush()
         if self.mail_out is not None:
             self.mail_out.flush()
 
@@ -177,7 +201,7 @@ class LinkRouter:
     def resume_reading(self, positions: dict[int, Position], mail: dict[int, Position]) -> None:
         """Read the spools (links, the policy's messages) from a checkpoint's positions."""
         if self.inbox is not None:
-            self.inbox = Inbox(self.links, self.index, self.agents, positions)
+            self.inbox = Inbox(self.links, self.index, self.senders, positions)
         if self.mail_in is not None:
             self.mail_in = Inbox(self.links.parent / "policy", self.index, self.agents, mail)
 
@@ -190,12 +214,15 @@ class LinkRouter:
     def close(self) -> None:
         if self.outbox is not None:
             self.outbox.close()
+        if self.remote is not None:
+            self.remote.close()
         if self.mail_out is not None:
             self.mail_out.close()
 
     @property
     def sent(self) -> int:
-        return self.outbox.links_sent if self.outbox is not None else 0
+        return ((self.outbox.links_sent if self.outbox is not None else 0)
+                + (self.remote.links_sent if self.remote is not None else 0))
 
     @property
     def received(self) -> int:

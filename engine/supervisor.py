@@ -22,6 +22,12 @@ supervisor
   there is room). ``OUT/reserve`` keeps ``RESERVE_BYTES`` aside for the end: its room is given
   back to write ``stats.json`` on a full disk;
 * **speaks systemd's notify protocol** (``engine/sdnotify.py``): READY, STATUS, WATCHDOG, STOPPING;
+* **joins a crawl over several machines** with ``cluster.url`` (``engine/cluster.py``): it waits
+  for ``cluster.size`` machines, writes the members into the manifest (the agents build the ring
+  over every machine's agents from them), runs the bridge that carries links to and from the
+  other machines (``engine/bridge.py``), beats its entry with its quiet state and the positions of
+  its spools to and from them, and ends the crawl when every machine is quiet and every spool
+  taken in, not when its own agents are; a stop of one machine stops them all;
 * **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
   :class:`~engine.control.Controllable`, fanning each command out to the agents and answering
   once every agent has applied it. Paused state, added seeds and live settings are kept in
@@ -39,11 +45,12 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -51,12 +58,17 @@ from engine.config import Config, describe
 from engine.control import ControlServer, token_for
 from engine.ip_table import SharedIpTable
 from engine.metrics import Exporter
+from engine.ownership import GlobalRing, Member
 from engine.progress import ProgressDisplay, sample
 from engine.sdnotify import Notifier
 from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
 from engine.status import AgentStatus, add_up
 from frontier.urls import canonicalize
 from store.errors import StoreFull, free_space, preallocate
+
+if TYPE_CHECKING:  # imported when a machine joins a crawl over several (they bring in nats)
+    from engine.bridge import Bridge
+    from engine.cluster import Cluster, Entry
 
 MANIFEST = "crawl.json"
 EXIT_STORE_FULL = 3  # exit status of an agent, and of ``crawl run``, stopped by a full disk (1: failed, 2: usage)
@@ -126,12 +138,22 @@ class Supervisor:
         self.display = ProgressDisplay(config.engine.progress, max_pages=config.engine.max_pages,
                                        max_seconds=config.engine.max_seconds)
         self._max_seconds_timer: asyncio.TimerHandle | None = None
+        self.cluster: Cluster | None = None
+        if config.cluster.url:
+            from engine.cluster import Cluster
+
+            self.cluster = Cluster(config.cluster, agents)
+        self.members: list[Member] | None = None
+        self.bridge: Bridge | None = None
+        self.quiet = False  # with a cluster: this machine has nothing to do, send or read (check_end)
 
     # -- lifecycle -----------------------------------------------------------------------
 
     async def run(self) -> dict[str, Any]:
         """Run the crawl to its end; returns the summary written to ``OUT/stats.json``."""
         self.out.mkdir(parents=True, exist_ok=True)
+        if self.cluster is not None:
+            await self.join(self.cluster)
         try:
             self.keep_room()
             self.write_manifest()
@@ -153,7 +175,17 @@ class Supervisor:
             print(f"control API: {control.url}", file=sys.stderr, flush=True)
         watchers = [asyncio.create_task(self.keep(agent)) for agent in self.agents if not self.stopping]
         ticker = asyncio.create_task(self.tick_loop())
+        machines = [asyncio.create_task(self.bridge.run()), asyncio.create_task(self.beat_loop())] if self.bridge else []
+        for task in machines:
+            task.add_done_callback(self.cluster_failed)
         await asyncio.gather(*watchers)
+        for task in machines:
+            task.cancel()
+        await asyncio.gather(*machines, return_exceptions=True)
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):  # the last word, in case no beat carried it (the server may be gone)
+                await self.cluster.beat(stop=self.stop_reason or self.agents_reason() or "stopped")
+            await self.cluster.close()
         if control is not None:
             await control.close()
         self.display.close()
@@ -178,8 +210,62 @@ class Supervisor:
         return EXIT_STORE_FULL if self.full is not None else 1 if self.failed else 0
 
     def write_manifest(self) -> None:
+        members = {"members": self.members} if self.members is not None else {}
         write_json(self.out / MANIFEST, {"version": 1, "agents": len(self.agents), "config": describe(self.config),
-                                         "seeds": self.seeds})
+                                         "seeds": self.seeds, **members})
+
+    async def join(self, cluster: Cluster) -> None:
+        """Join the crawl over machines: wait for its members (a resumed crawl keeps those of its manifest),
+        and make the bridge over the ring they give."""
+        from engine.bridge import Bridge
+
+        await cluster.connect()
+        manifest = self.out / MANIFEST
+        previous = orjson.loads(manifest.read_bytes()).get("members") if self.resuming and manifest.exists() else None
+        if previous is not None:
+            self.members = [(node, agents) for node, agents in previous]
+            await cluster.beat()
+        else:
+            self.members = await cluster.wait_members()
+        c = self.config.cluster
+        self.bridge = Bridge(cluster.js, self.out, c.crawl_id, c.node, len(self.agents), GlobalRing(self.members))
+
+    def agents_reason(self) -> str:
+        """Why the agents stopped by themselves (a lone agent checks ``engine.max_pages`` itself)."""
+        return ", ".join(sorted({a.summary.get("stop_reason", "") for a in self.agents if a.summary} - {""}))
+
+    def cluster_failed(self, task: asyncio.Task[None]) -> None:
+        """The bridge or the heartbeat stopped before the crawl did (the server lost for good, a bug):
+        without them this machine can neither exchange links nor see the end, so it stops, failed."""
+        if task.cancelled() or self.stopping:
+            return
+        error = task.exception()
+        where = "".join(traceback.format_exception(error)) if error is not None else "it ended"
+        print(f"crawl: the link exchange with the other machines failed; stopping: {where}", file=sys.stderr)
+        self.failed = True
+        self.stop_crawl("cluster failing")
+
+    async def beat_loop(self) -> None:
+        """Put this machine's entry every heartbeat; stop the crawl once every machine's shows it over,
+        or another machine stopped (engine/cluster.py: a crawl over machines stops as one)."""
+        from engine.cluster import HEARTBEAT, crawl_over
+
+        assert self.cluster is not None and self.bridge is not None and self.members is not None
+        before: dict[str, Entry] = {}
+        while True:
+            await self.cluster.beat(quiet=self.quiet, published=dict(self.bridge.published),
+                                    received=dict(self.bridge.received), stop=self.stop_reason)
+            view = await self.cluster.view()
+            if not self.stopping:
+                other = next((e for e in view.values() if e.stop and e.node != self.config.cluster.node), None)
+                if crawl_over(before, view, self.members):
+                    self.stop_crawl("done")
+                elif other is not None:
+                    self.stop_crawl(f"machine {other.node}: {other.stop}")
+                if self.stopping:
+                    await self.cluster.beat(stop=self.stop_reason)
+            before = view
+            await asyncio.sleep(HEARTBEAT)
 
     def update_manifest(self) -> None:
         """Rewrite the manifest while the crawl runs; no room for it stops the crawl (``store_full``)."""
@@ -359,6 +445,9 @@ class Supervisor:
             for sender, s in enumerate(statuses)
             for receiver, position in s.links_out.items()
         )
+        if self.bridge is not None:  # the machines decide together (beat_loop)
+            self.quiet = quiet and self.bridge.drained({i: s.links_in for i, s in enumerate(statuses)})
+            return
         self._quiet_ticks = self._quiet_ticks + 1 if quiet else 0
         if self._quiet_ticks >= 2:
             self.stop_crawl("done")
@@ -464,11 +553,18 @@ class Supervisor:
             "processes": len(self.agents),
             "startup_seconds": self.startup_seconds,
             "restarts": sum(a.restarts for a in self.agents),
+            **({"cluster": self.cluster_report()} if self.bridge is not None else {}),
             **({"store_full": self.full_report()} if self.full is not None else {}),
             "agents": [{k: v for k, v in p.items() if k not in ("timeline", "config")} for p in parts],
             "config": describe(self.config, redact=True),
             "timeline": self.timeline,
         }
+
+    def cluster_report(self) -> dict[str, Any]:
+        """``stats.json``'s ``cluster``: this machine, the members, the messages of links it exchanged."""
+        assert self.bridge is not None
+        return {"node": self.config.cluster.node, "members": self.members,
+                "messages_sent": self.bridge.messages_sent, "messages_received": self.bridge.messages_received}
 
     def full_report(self) -> dict[str, Any]:
         """``stats.json``'s ``store_full``: who found no room, to write what, and the free space there."""

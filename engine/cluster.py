@@ -1,0 +1,189 @@
+"""A crawl over several machines (issue 17): who takes part, and when the whole crawl is over.
+
+Each machine's supervisor (``engine/supervisor.py``) joins the crawl named ``cluster.crawl_id``
+on a NATS JetStream server. Its members live in the key-value bucket ``crawl-ID``, one key per
+machine (its node name) holding an :class:`Entry`, put again every :data:`HEARTBEAT` seconds;
+the bucket's TTL (:data:`TTL`) lets the entry of a machine that stopped beating vanish. The live
+view of the crawl is the bucket's keys. A machine waits until ``cluster.size`` members are there,
+then fixes the ring (``engine/ownership.py: GlobalRing``) from the sorted member list and writes
+it into its manifest: the ring stays the same for the crawl's life (a machine leaving or joining
+mid-crawl is not handled yet).
+
+Links between machines travel in the stream ``crawl-ID-links`` (``engine/bridge.py``), subject
+``crawl.ID.links.NODE.I`` per receiving agent, work-queue retention: a message is gone once its
+receiver acknowledged it.
+
+**The end** is a distributed termination check on the entries alone. A machine says ``quiet``
+when its agents are idle, its own spools are read to their ends and its bridge has published
+everything its agents wrote for other machines and its agents have read everything it received;
+it also says, for each of its spools to another machine's agent, where it has published it to,
+and for each such spool of the others, where it has taken it in to (``engine/bridge.py``). The
+crawl is over when two views in a row show every member quiet, with a newer beat and the same
+positions, and every spool taken in where it was published to: the four-counter method with
+positions for counters, since a quiet machine wakes up only on a message, which would move a
+position (:func:`crawl_over`, pure). Positions, unlike message counts, are not changed by a
+message repeated after a crash. The first machine to see it puts ``stop = "done"``; the others
+stop on seeing that.
+
+**A stop** of one machine for any other reason (``max_pages`` or ``max_seconds`` on its own
+count and clock, a signal, the control API) is put in its entry too, and stops the others: the
+crawl stops as one and resumes as one (``--resume`` on every machine). Only a machine that dies
+says nothing; the others wait for it to come back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+from typing import TYPE_CHECKING
+
+import orjson
+
+from engine.config import ClusterConfig
+from engine.ownership import Member
+
+if TYPE_CHECKING:  # nats is imported when a machine joins: a crawl on one machine never pays for it
+    from nats.aio.client import Client
+    from nats.js import JetStreamContext
+    from nats.js.kv import KeyValue
+
+TTL = 10.0  # seconds an entry lives without a beat
+HEARTBEAT = 0.5  # seconds between two puts of a machine's entry
+
+
+RECONNECTS = 10  # attempts a second apart, at the first connect and after losing the server
+
+
+async def _quiet(error: Exception) -> None:
+    """The client's error callback: its errors reach us as exceptions, not as log noise."""
+
+
+def bucket_name(crawl_id: str) -> str:
+    return f"crawl-{crawl_id}"
+
+
+def stream_name(crawl_id: str) -> str:
+    return f"crawl-{crawl_id}-links"
+
+
+def subject(crawl_id: str, node: str, agent: int) -> str:
+    """The subject of the links for agent ``agent`` of machine ``node``."""
+    return f"crawl.{crawl_id}.links.{node}.{agent}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One machine's entry in the crawl's bucket."""
+
+    node: str
+    agents: int
+    beat: int = 0
+    quiet: bool = False  # nothing to do here, nothing unsent, nothing unread
+    published: dict[str, list[int]] = field(default_factory=dict)  # spool to another machine -> published to
+    received: dict[str, list[int]] = field(default_factory=dict)  # another machine's spool -> taken in to
+    stop: str = ""  # why this machine stopped the crawl: "done" (it saw the whole crawl over), or its own reason
+
+    def encode(self) -> bytes:
+        return orjson.dumps(asdict(self))
+
+    @classmethod
+    def decode(cls, data: bytes) -> Entry:
+        return cls(**orjson.loads(data))
+
+
+def crawl_over(before: Mapping[str, Entry], now: Mapping[str, Entry], members: Sequence[Member]) -> bool:
+    """Whether two successive views of the entries show a finished crawl (see the module's docstring)."""
+    if any(e.stop == "done" for e in now.values()):
+        return True
+    nodes = {node for node, _ in members}
+    if set(before) != nodes or set(now) != nodes:
+        return False  # a member missing (not joined, or its entry expired): not over
+    for node in nodes:
+        a, b = before[node], now[node]
+        if not (a.quiet and b.quiet) or b.beat <= a.beat or (a.published, a.received) != (b.published, b.received):
+            return False
+    received = {key: position for e in now.values() for key, position in e.received.items()}
+    return all(received.get(key) == position for e in now.values() for key, position in e.published.items())
+
+
+class ClusterError(Exception):
+    """The crawl's members are not as this machine expects (too many, a name taken, none in time)."""
+
+
+class Cluster:
+    """This machine's connection to the crawl: its entry, the view of the others, the link stream."""
+
+    def __init__(self, config: ClusterConfig, agents: int) -> None:
+        self.config = config
+        self.entry = Entry(config.node, agents)
+        self.nc: Client | None = None
+        self._js: JetStreamContext | None = None
+        self._kv: KeyValue | None = None
+
+    @property
+    def js(self) -> JetStreamContext:
+        assert self._js is not None, "connect() first"
+        return self._js
+
+    async def connect(self) -> None:
+        """Connect, and create the bucket and the stream if this machine is the first."""
+        import nats
+        import nats.errors
+        from nats.js.api import RetentionPolicy, StorageType
+
+        try:
+            self.nc = await nats.connect(self.config.url, connect_timeout=5, max_reconnect_attempts=RECONNECTS,
+                                         reconnect_time_wait=1, error_cb=_quiet, name=self.config.node)
+        except (OSError, nats.errors.Error) as e:
+            raise ClusterError(f"cannot reach the NATS server at {self.config.url}: {e!r}") from None
+        self._js = self.nc.jetstream()
+        crawl = self.config.crawl_id
+        self._kv = await self._js.create_key_value(bucket=bucket_name(crawl), ttl=TTL, history=1)
+        await self._js.add_stream(name=stream_name(crawl), subjects=[f"crawl.{crawl}.links.>"],
+                                  retention=RetentionPolicy.WORK_QUEUE, storage=StorageType.FILE)
+
+    async def beat(self, **state: object) -> None:
+        """Put this machine's entry again, with ``state`` (quiet, published, received, stop) changed."""
+        assert self._kv is not None
+        fields = {**asdict(self.entry), **state, "beat": self.entry.beat + 1}
+        self.entry = Entry(**fields)
+        await self._kv.put(self.entry.node, self.entry.encode())
+
+    async def view(self) -> dict[str, Entry]:
+        """The live members' entries, by node."""
+        from nats.js.errors import NoKeysError
+
+        assert self._kv is not None
+        try:
+            keys = await self._kv.keys()
+        except NoKeysError:
+            return {}
+        entries = {}
+        for key in keys:
+            item = await self._kv.get(key)
+            if item.value:
+                entries[key] = Entry.decode(item.value)
+        return entries
+
+    async def wait_members(self) -> list[Member]:
+        """Beat until ``cluster.size`` machines have joined; their sorted (node, agents) list."""
+        size, deadline = self.config.size, time.monotonic() + self.config.join_timeout
+        while True:
+            await self.beat()
+            view = await self.view()
+            if len(view) > size:
+                raise ClusterError(f"{len(view)} machines joined crawl {self.config.crawl_id!r} "
+                                   f"({', '.join(sorted(view))}), more than cluster.size = {size}")
+            if len(view) == size:
+                return sorted((e.node, e.agents) for e in view.values())
+            if time.monotonic() > deadline:
+                raise ClusterError(f"only {len(view)} of {size} machines joined crawl {self.config.crawl_id!r} "
+                                   f"within {self.config.join_timeout:.0f} s: {', '.join(sorted(view))}")
+            await asyncio.sleep(HEARTBEAT)  # a heartbeat period: the others put their entries at this pace
+
+    async def close(self) -> None:
+        if self.nc is not None:
+            await self.nc.close()

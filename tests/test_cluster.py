@@ -1,0 +1,139 @@
+"""Membership, the end check and the bridge of a crawl over several machines (engine/cluster.py,
+engine/bridge.py), against a real nats-server started by the test on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.bridge import Bridge
+from engine.cluster import Cluster, ClusterError, Entry, crawl_over, stream_name
+from engine.config import ClusterConfig
+from engine.link_exchange import BRIDGE, Inbox, Outbox
+from engine.ownership import GlobalRing
+from tests.nats_server import nats_server
+
+MEMBERS = [("a", 1), ("b", 1)]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    with nats_server(tmp_path / "nats") as running:
+        yield running.url
+
+
+def config(url: str, node: str, size: int = 2, timeout: float = 20.0) -> ClusterConfig:
+    return ClusterConfig(url=url, node=node, size=size, crawl_id="t1", join_timeout=timeout)
+
+
+async def test_machines_wait_for_each_other_and_see_the_same_members(server: str) -> None:
+    a, b = Cluster(config(server, "a"), 1), Cluster(config(server, "b"), 2)
+    await a.connect()
+    await b.connect()
+    try:
+        first = asyncio.create_task(a.wait_members())
+        deadline = time.monotonic() + 20
+        while "a" not in await b.view():  # a has joined, alone: it must be waiting for b
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        assert not first.done()
+        members = await b.wait_members()
+        assert members == await first == [("a", 1), ("b", 2)]
+        assert set(await a.view()) == {"a", "b"}
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_machine_too_many_is_refused(server: str) -> None:
+    machines = [Cluster(config(server, n, size=1), 1) for n in "ab"]
+    for m in machines:
+        await m.connect()
+        await m.beat()
+    try:
+        with pytest.raises(ClusterError, match="more than cluster.size"):
+            await machines[0].wait_members()
+    finally:
+        for m in machines:
+            await m.close()
+
+
+AB, BA = "a.0>1", "b.0>0"  # the spools between the two machines' agents
+
+
+def entries(**state: tuple[int, bool, dict[str, list[int]], dict[str, list[int]]]) -> dict[str, Entry]:
+    return {n: Entry(n, 1, beat, quiet, published, received)
+            for n, (beat, quiet, published, received) in state.items()}
+
+
+def test_the_crawl_is_over_only_on_two_quiet_views_whose_spools_are_taken_in_to_where_published() -> None:
+    a, b = {AB: [1, 300]}, {BA: [1, 200]}
+    before = entries(a=(1, True, a, b), b=(1, True, b, a))
+    assert crawl_over(before, entries(a=(2, True, a, b), b=(2, True, b, a)), MEMBERS)
+    assert not crawl_over(before, entries(a=(2, True, a, b), b=(1, True, b, a)), MEMBERS)  # b did not beat again
+    moved = {AB: [1, 400]}
+    assert not crawl_over(before, entries(a=(2, True, a, b), b=(2, True, b, moved)), MEMBERS)  # b took in more since
+    assert not crawl_over(before, entries(a=(2, True, a, b), b=(2, False, b, a)), MEMBERS)
+    assert not crawl_over(before, entries(a=(2, True, a, b)), MEMBERS)  # b's entry expired
+    behind = {AB: [1, 100]}  # a's last message to b is still in the stream
+    stuck = entries(a=(1, True, a, b), b=(1, True, b, behind))
+    assert not crawl_over(stuck, entries(a=(2, True, a, b), b=(2, True, b, behind)), MEMBERS)
+    done = {**entries(a=(2, False, {}, {})), "b": Entry("b", 1, 3, stop="done")}
+    assert crawl_over({}, done, MEMBERS)
+
+
+async def wait_for(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_links_cross_machines_through_the_stream_and_are_acknowledged_once_on_disk(server: str,
+                                                                                         tmp_path: Path) -> None:
+    ring = GlobalRing(MEMBERS)
+    to_b = ring.index(("b", 0))
+    machines = {n: Cluster(config(server, n), 1) for n in "ab"}
+    for m in machines.values():
+        await m.connect()
+    out = {n: tmp_path / n for n in "ab"}
+    bridges = {n: Bridge(machines[n].js, out[n], "t1", n, 1, ring) for n in "ab"}
+    receiving = asyncio.create_task(bridges["b"].run())
+    try:
+        outbox = Outbox(out["a"] / "remote", 0, [to_b])  # agent 0 of a, writing for agent 0 of b
+        links = [f"http://h{i}.test/{'x' * 300}" for i in range(3000)]  # several messages' worth
+        for i in range(0, len(links), 10):
+            outbox.add(to_b, "http://a.test/", links[i:i + 10])
+        outbox.flush()
+        assert await bridges["a"].send_once()
+        assert bridges["a"].messages_sent >= 2  # cut into messages under the payload limit
+        assert bridges["a"].drained({0: {str(BRIDGE): [1, 0]}})  # all published, and a took in nothing
+        inbox = Inbox(out["b"] / "links", 0, [BRIDGE])
+        got: list[str] = []
+        await wait_for(lambda: got.extend(u for _, batch, _ in inbox.poll() for u in batch) or len(got) >= len(links))
+        assert got == links
+        await wait_for(lambda: bridges["b"].received == bridges["a"].published == {"a.0>1": [1, outbox.positions()[to_b][1]]})
+        deadline = time.monotonic() + 20
+        while (await machines["a"].js.stream_info(stream_name("t1"))).state.messages:  # acks are asynchronous
+            assert time.monotonic() < deadline, "the messages were never acknowledged"
+            await asyncio.sleep(0.02)
+        assert bridges["b"].drained({0: {str(BRIDGE): list(inbox.positions()[BRIDGE])}})
+        assert not bridges["b"].drained({0: {}})
+        # the sender's read positions are saved: a restarted bridge publishes nothing again
+        again = Bridge(machines["a"].js, out["a"], "t1", "a", 1, ring)
+        assert not await again.send_once()
+        assert again.published == bridges["a"].published  # the end check's positions outlive a restart
+        restarted = Bridge(machines["b"].js, out["b"], "t1", "b", 1, ring)
+        assert restarted.received == bridges["b"].received
+        restarted.writer.close()
+        again.writer.close()
+        outbox.close()
+    finally:
+        receiving.cancel()
+        await asyncio.gather(receiving, return_exceptions=True)
+        for m in machines.values():
+            await m.close()

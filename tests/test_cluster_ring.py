@@ -1,0 +1,55 @@
+"""The ring over the agents of several machines (engine/ownership.py: GlobalRing) is a pure
+function of the member list: the same on every machine, whatever order members joined in, and a
+machine joining takes about its share of the hosts, all from the others, and moves none between them."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.ownership import GlobalRing, HashRing
+
+HOSTS = [f"h{i}.example" for i in range(3000)]
+names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=8)
+members = st.dictionaries(names, st.integers(1, 4), min_size=1, max_size=5)
+
+
+@given(members, st.randoms())
+def test_the_ring_depends_on_the_members_only(machines: dict[str, int], rnd) -> None:  # type: ignore[no-untyped-def]
+    listed = list(machines.items())
+    shuffled = listed[:]
+    rnd.shuffle(shuffled)
+    a, b = GlobalRing(listed), GlobalRing(shuffled)
+    assert a.agents_list == b.agents_list
+    assert [a.owner(h) for h in HOSTS[:300]] == [b.owner(h) for h in HOSTS[:300]]
+
+
+@settings(max_examples=25, deadline=None)
+@given(members, names, st.integers(1, 4))
+def test_a_join_moves_only_the_newcomers_share(machines: dict[str, int], newcomer: str, agents: int) -> None:
+    if newcomer in machines:
+        return
+    before = GlobalRing(list(machines.items()))
+    after = GlobalRing([*machines.items(), (newcomer, agents)])
+    moved = 0
+    for host in HOSTS:
+        old, new = before.agents_list[before.owner(host)], after.agents_list[after.owner(host)]
+        if old != new:
+            moved += 1
+            assert new[0] == newcomer, f"{host} moved from {old} to {new}, not to the newcomer"
+    share = agents / len(after.agents_list)  # 1/(N+1) with one agent per machine
+    assert moved / len(HOSTS) <= share * 1.5 + 0.02
+    assert moved / len(HOSTS) >= share * 0.5 - 0.02
+
+
+def test_one_machine_keeps_the_one_machine_ring() -> None:
+    assert [HashRing(3).owner(h) for h in HOSTS[:200]] == [HashRing(3, ["0", "1", "2"]).owner(h) for h in HOSTS[:200]]
+    ring = GlobalRing([("a", 1)])
+    assert {ring.owner(h) for h in HOSTS[:50]} == {0}
+
+
+@pytest.mark.parametrize("bad", [[("a", 1), ("a", 2)], [("a.b", 1)], [("a", 0)], [("", 1)]])
+def test_bad_members_are_refused(bad: list[tuple[str, int]]) -> None:
+    with pytest.raises(ValueError):
+        GlobalRing(bad)
