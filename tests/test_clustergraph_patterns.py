@@ -282,3 +282,53 @@ def test_patterns_keep_separators_literals_and_wildcard_digits_only(url: str, da
             digits = original.isdigit() and original.isascii()
             assert shown in (original, "$" if digits else "*")
     assert Mapper(sets, [pattern], []).classify(key) == (pattern, None)
+
+
+# -- names apart: identifiers beside positions ---------------------------------------------
+
+
+def _stream_urls(hosts: int, names: tuple[str, str] = ("before", "offset")) -> set[str]:
+    """Each host's stream by cursor (a message id, once each) and by page offset (10, 20 on every host)."""
+    cursor, position = names
+    return {url for i in range(hosts) for url in (f"u{i}.mb.test/?{cursor}={5000 + 7 * i}",
+                                                   f"u{i}.mb.test/?{position}=10", f"u{i}.mb.test/?{position}=20")}
+
+
+def test_a_wildcarded_name_hiding_identifiers_and_positions_is_split_by_name() -> None:
+    from frontier.clustergraph.patterns import names_apart
+
+    urls = _stream_urls(40)
+    sampled = {url for url in urls if url.startswith(("u1", "u2"))}  # u1, u2, u10…u29: 22 of each name
+    assert names_apart({"*.mb.test/?*=$": urls}, sampled, 5) == {"before", "offset"}
+    # too few sampled pages of a name: the itemsets' support, not a new cluster
+    assert names_apart({"*.mb.test/?*=$": urls}, {"u1.mb.test/?before=5007", "u1.mb.test/?offset=10"}, 5) == set()
+    # two positions (or two identifiers) are one kind of number: nothing to keep apart
+    both_positions = {url.replace("before", "page").replace(f"={5000 + 7 * i}", f"={2 + i % 3}")
+                      for i in range(40) for url in _stream_urls(40) if url.startswith(f"u{i}.")}
+    assert names_apart({"*.mb.test/?*=$": both_positions}, both_positions, 5) == set()
+    # a name the itemsets kept, or a word value, is not a wildcarded number parameter
+    assert names_apart({"*.mb.test/?offset=$": urls, "*.mb.test/?*=*": urls}, urls, 5) == set()
+
+
+def test_training_keeps_a_cursor_apart_from_its_offset_aliases() -> None:
+    """The microblog's stream pages (``?before=ID``) and their duplicates (``?offset=N``) under one ``?*=$``."""
+    from frontier.clustergraph.model import Params
+    from frontier.clustergraph.train import SampleRecord, train
+
+    hosts = 300
+    records = [SampleRecord(i, f"http://u{i}.mb.test/", f"http://u{i}.mb.test/", 200,
+                            (f"http://u{i}.mb.test/msg/{1000 + i}", f"http://u{i}.mb.test/?before={5000 + 7 * i}",
+                             f"http://u{i}.mb.test/?offset=10", f"http://u{i}.mb.test/?offset=20"))
+               for i in range(hosts)]
+    records += [SampleRecord(hosts + i, f"http://u{i}.mb.test/msg/{1000 + i}", f"http://u{i}.mb.test/msg/{1000 + i}",
+                             200, (f"http://u{i}.mb.test/",)) for i in range(hosts)]
+    # the stream pages fall in the first bin only: their names are not frequent in every bin
+    streams = [url for i in range(12) for url in (f"http://u{i}.mb.test/?before={5000 + 7 * i}",
+                                                  f"http://u{i}.mb.test/?offset={10 + 10 * (i % 2)}")]
+    records = [SampleRecord(-len(streams) + k, url, url, 200, (url.partition("?")[0],))
+               for k, url in enumerate(streams)] + records
+    unseen = ("u999.mb.test/?before=123456", "u999.mb.test/?offset=30")
+    split = Mapper((model := train(records, Params(), [])).itemsets, model.survivors, ())
+    assert [split.classify(url)[0] for url in unseen] == ["*.mb.test/?before=$", "*.mb.test/?offset=$"]
+    one = Mapper((old := train(records, Params(names_apart=False), [])).itemsets, old.survivors, ())
+    assert [one.classify(url)[0] for url in unseen] == ["*.mb.test/?*=$", "*.mb.test/?*=$"]

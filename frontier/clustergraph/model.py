@@ -86,6 +86,10 @@ class Params(LearnedParams):
     """δ keeps a small pattern with a number in its query (``/?*=$``) that would otherwise fold into a retained
     one with a word there (``/?*=*``): a number selects other content, a word repeats a page (ours; off in
     literal mode): ``patterns.numbers_apart``."""
+    names_apart: bool = True
+    """A query parameter name hidden by ``*`` stays literal when, under one pattern, names whose values identify
+    (``?before=104622``, each value once) sit beside names whose values count (``?offset=10`` on many hosts):
+    the same listing served twice (ours; off in literal mode): ``patterns.names_apart``."""
     literal_numbers: bool = False
     """A frequent all-digit token may stay literal (the paper: ``?page=2`` is then a cluster of its own);
     off: numbers are data, always ``$``. Literal mode implies it."""

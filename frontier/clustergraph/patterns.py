@@ -10,6 +10,8 @@ network (the model files are cg-2's ``model.py``).
   tokens of the matched itemsets stay literal, other tokens become ``$`` (all ASCII digits)
   or ``*``, separators are kept verbatim (§2.6). A cluster *is* one pattern string.
 * :func:`remove_small` drops the smallest patterns while 1 − δ of the sample stays covered (§2.7).
+* :func:`names_apart` (ours) names the query parameters whose wildcarded name hides two kinds of
+  number: an identifier and a position (``?before=104622`` and ``?offset=10``).
 * :class:`Mapper` maps a URL at crawl time: derived pattern, else rejection when node pruning
   deleted that pattern, else the most specific retained pattern of the same skeleton (§2.8).
 
@@ -19,7 +21,7 @@ pattern language has no escape); the mapper reads them as wildcards.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from functools import lru_cache
 from typing import Any, TypedDict
 
@@ -80,6 +82,12 @@ class Itemsets:
             stable_itemsets([row[index] for row in rows], bins, min_support, max_length) for index in range(len(PARTS))
         )
         return cls(authority, path, query)
+
+    def adding(self, part: Part, extra: PartSupports) -> Itemsets:
+        """These itemsets with ``extra`` ones in ``part`` (an existing itemset keeps its supports)."""
+        parts = [dict(supports) for supports in self._supports]
+        parts[PARTS.index(part)] = {**extra, **parts[PARTS.index(part)]}
+        return Itemsets(*parts)
 
     def supports(self, part: Part) -> dict[frozenset[str], tuple[int, ...]]:
         """The itemsets of ``part`` with their per-bin supports."""
@@ -219,6 +227,45 @@ def numbers_apart(removed: Iterable[str], retained: Iterable[str], members: Mapp
         if any(mine == "$" and theirs == "*" for mine, theirs in zip(parts.query[::2], tokens(target).query[::2],
                                                                       strict=True)):
             found.add(pattern)
+    return found
+
+
+def _number_parameters(normalised: str) -> list[tuple[str, str]]:
+    """The (name, value) pairs of a normalised key's query whose value is all digits."""
+    query = normalised.partition("?")[2]
+    pairs = [pair.partition("=") for pair in query.split("&")] if query else []
+    return [(name, value) for name, _, value in pairs if value.isdigit() and value.isascii()]
+
+
+def names_apart(urls: Mapping[str, Iterable[str]], sampled: Set[str], min_pages: int) -> set[str]:
+    """Query parameter names a pattern's ``*`` must not hide: identifiers beside positions (ours).
+
+    A parameter name the itemsets did not keep becomes ``*`` (it was not frequent in every
+    bin), so ``/?*=$`` gathers every number parameter of a path. Two kinds of number differ:
+    an *identifier* names one item, so no two URLs share a value (``?before=104622``, a cursor
+    at a message), while a *position* counts from the start, so many URLs share each value
+    (``?offset=10``, ``?page=2`` on every host). A site that has both for one listing serves the
+    same pages twice, once by each, and the two must be clusters of their own for pruning and
+    labelling to tell them apart. For each pattern of ``urls`` (its distinct URLs: sampled pages
+    and their links) with a wildcarded name whose value is ``$``, the names seen on at least
+    ``min_pages`` pages of ``sampled`` are sorted into identifiers (every value distinct) and
+    positions (at most half as many values as URLs); if both occur, all of them are returned.
+    """
+    found: set[str] = set()
+    for pattern, members in urls.items():
+        if "*=$" not in pattern.partition("?")[2].split("&"):
+            continue
+        values: dict[str, list[str]] = {}
+        pages: dict[str, int] = {}
+        for url in members:
+            for name, value in _number_parameters(url):
+                values.setdefault(name, []).append(value)
+                pages[name] = pages.get(name, 0) + (url in sampled)
+        frequent = [name for name in values if pages[name] >= min_pages]
+        identifiers = {name for name in frequent if len(set(values[name])) == len(values[name])}
+        positions = {name for name in frequent if 2 * len(set(values[name])) <= len(values[name])}
+        if identifiers and positions:
+            found |= identifiers | positions
     return found
 
 

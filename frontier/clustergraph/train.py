@@ -14,7 +14,8 @@ The pipeline (one function per step below):
 2. itemise → stable itemsets per part (M bins, support S) → each page's pattern;
 3. δ removal of the smallest patterns, except those with a number in the query that would fold
    into a pattern with a word there (ours: :func:`~frontier.clustergraph.patterns.numbers_apart`);
-   the survivors form V0;
+   a retained pattern whose ``*`` hides identifier and position parameters is split by their
+   names (ours: :func:`~frontier.clustergraph.patterns.names_apart`); the survivors form V0;
 4. every page and outlink re-mapped with the runtime :class:`~frontier.clustergraph.patterns.Mapper`,
    so training and crawling agree, and E0 built (:mod:`~frontier.clustergraph.graph`);
 5. edge deletion, node deletion H → T/F → R → U → D (:mod:`~frontier.clustergraph.pruning`);
@@ -31,7 +32,9 @@ from pathlib import Path
 
 from frontier.clustergraph.graph import ClusterGraph, build_graph
 from frontier.clustergraph.model import KEPT, ClusterInfo, EdgeInfo, Model, Params
-from frontier.clustergraph.patterns import Itemsets, Mapper, numbers_apart, pattern_of, remove_small
+from frontier.clustergraph.fpgrowth import contiguous_bins
+from frontier.clustergraph.patterns import (Itemsets, Mapper, names_apart, numbers_apart, pattern_of, query_keys,
+                                          remove_small)
 from frontier.clustergraph.pruning import SMALL_PATTERN, Pruning, prune, reachable
 from frontier.clustergraph.feeds import FEED, feed_clusters
 from frontier.clustergraph.thin import THIN_CONTENT, Blocks, thin_clusters
@@ -135,6 +138,8 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
         for page, pattern in derived.items():
             by_pattern.setdefault(pattern, []).append(page)
         retained |= numbers_apart(set(by_pattern) - retained, retained, by_pattern)
+    if params.names_apart and not params.literal:
+        itemsets, derived, retained = _names_apart(pages, itemsets, derived, retained, params)
     mapper = Mapper(itemsets, retained, (), params.strict_nesting)
 
     known: dict[str, str | None] = {}
@@ -173,6 +178,28 @@ def train(sample: Sequence[SampleRecord], params: Params, seeds: Sequence[str]) 
         measures={"clusters": len(graph.sizes), "edges": len(graph.edges),
                   "surviving_clusters": len(pruning.survivors), "surviving_edges": len(pruning.final_edges)},
     )
+
+
+def _names_apart(pages: Mapping[str, set[str]], itemsets: Itemsets, derived: dict[str, str], retained: set[str],
+                 params: Params) -> tuple[Itemsets, dict[str, str], set[str]]:
+    """Step 3's split: the names :func:`names_apart` finds become query itemsets, and a retained
+    pattern's pages that now derive a pattern with such a name literal retain it instead."""
+    urls: dict[str, set[str]] = {}
+    for page, links in pages.items():
+        for url in (page, *links):
+            if "?" in url:
+                urls.setdefault(pattern_of(url, itemsets, params.strict_nesting), set()).add(url)
+    names = names_apart({p: u for p, u in urls.items() if p in retained}, set(pages), params.min_support)
+    if not names:
+        return itemsets, derived, retained
+    order = list(pages)
+    bins = contiguous_bins(len(order), params.bins)
+    extra = {frozenset({name}): tuple(sum(1 for i in chunk if name in query_keys(order[i])) for chunk in bins)
+             for name in sorted(names)}
+    itemsets = itemsets.adding("query", extra)
+    split = {page: pattern_of(page, itemsets, params.strict_nesting) for page in order}
+    moved = {split[page] for page in order if derived[page] in retained and split[page] != derived[page]}
+    return itemsets, split, (retained & set(split.values())) | moved
 
 
 def _by_content(sample: Iterable[SampleRecord], params: Params,
