@@ -95,7 +95,9 @@ class Agent:
             AddressPolicy(config.network.allow_networks),
             proxied=bool(config.network.proxy),
         )
-        self.warc_prefix = f"{config.store.prefix}-a{index}"
+        # a machine of a cluster names its files with its node too, so all machines' archives are one collection
+        node = f"-{config.cluster.node}" if config.cluster.url else ""
+        self.warc_prefix = f"{config.store.prefix}{node}-a{index}"
         self.store = build_archive(config, self.out / "warc", self.warc_prefix)
         self.ip_table = SharedIpTable(self.out / "ip-table") if agents > 1 else None
         if self.ip_table is not None:
