@@ -251,9 +251,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     given: list[Path] = args.folders if args.command == "cdxj-merge" else [args.folder]
     folders = [warc_folder(f) for f in given]
-    for name, folder in zip(given, folders, strict=True):
+    for path, folder in zip(given, folders, strict=True):
         if not folder.is_dir():
-            parser.error(f"{name} is not a folder")
+            parser.error(f"{path} is not a folder")
     folder = folders[0]
     try:
         if args.command == "cdxj-merge":
