@@ -1,6 +1,7 @@
 """The ``crawl`` command: ``crawl run`` crawls, ``crawl learn`` trains a policy's model, ``crawl rank``
 ranks a crawl's hosts (``engine/rank_cli.py``), ``crawl fresh schedule`` plans a recrawl of
-social-network users (``engine/fresh_cli.py``), ``crawl invitro`` serves the in-vitro web.
+social-network users (``engine/fresh_cli.py``), ``crawl status`` shows the machines of a crawl
+over several (``engine/cluster_status.py``), ``crawl invitro`` serves the in-vitro web.
 
 The composition root: it reads the command line and crawl.toml into a
 :class:`~engine.config.Config` and hands it to the supervisor (``engine/supervisor.py``).
