@@ -43,7 +43,7 @@ from engine.fetch import ClientSettings, Fetcher
 from engine.fetching import Fetchers, PageBudget
 from engine.ip_table import SharedIpTable
 from engine.ownership import Member
-from engine.parts import build_archive, build_frontier, frontier_figures, share_hosts_per_ip
+from engine.parts import build_archive, build_frontier, frontier_figures, share_hosts_per_ip, warc_prefix
 from engine.pipeline import Pipeline
 from engine.quality_log import QualityLog
 from engine.resolving import Resolver, Resolvers
@@ -95,7 +95,7 @@ class Agent:
             AddressPolicy(config.network.allow_networks),
             proxied=bool(config.network.proxy),
         )
-        self.warc_prefix = f"{config.store.prefix}-a{index}"
+        self.warc_prefix = warc_prefix(config, index)
         self.store = build_archive(config, self.out / "warc", self.warc_prefix)
         self.ip_table = SharedIpTable(self.out / "ip-table") if agents > 1 else None
         if self.ip_table is not None:

@@ -85,6 +85,7 @@ class Entry:
     published: dict[str, list[int]] = field(default_factory=dict)  # spool to another machine -> published to
     received: dict[str, list[int]] = field(default_factory=dict)  # another machine's spool -> taken in to
     stop: str = ""  # why this machine stopped the crawl: "done" (it saw the whole crawl over), or its own reason
+    pages: int = 0  # pages its agents have stored, for ``crawl status --cluster``
 
     def encode(self) -> bytes:
         return orjson.dumps(asdict(self))
@@ -107,6 +108,42 @@ def crawl_over(before: Mapping[str, Entry], now: Mapping[str, Entry], members: S
             return False
     received = {key: position for e in now.values() for key, position in e.received.items()}
     return all(received.get(key) == position for e in now.values() for key, position in e.published.items())
+
+
+async def read_entries(kv: KeyValue) -> dict[str, Entry]:
+    """The live members' entries in the crawl's bucket, by node."""
+    from nats.js.errors import NoKeysError
+
+    try:
+        keys = await kv.keys()
+    except NoKeysError:
+        return {}
+    entries = {}
+    for key in keys:
+        item = await kv.get(key)
+        if item.value:
+            entries[key] = Entry.decode(item.value)
+    return entries
+
+
+async def crawl_status(config: ClusterConfig) -> dict[str, Entry]:
+    """Every live machine's entry of the crawl ``config.crawl_id``, read without joining it (nothing
+    is created on the server: a crawl it does not know is a :class:`ClusterError`)."""
+    import nats
+    import nats.errors
+    from nats.js.errors import BucketNotFoundError
+
+    try:
+        nc = await nats.connect(config.url, connect_timeout=5, max_reconnect_attempts=1, error_cb=_quiet)
+    except (OSError, nats.errors.Error) as e:
+        raise ClusterError(f"cannot reach the NATS server at {config.url}: {e!r}") from None
+    try:
+        kv = await nc.jetstream().key_value(bucket_name(config.crawl_id))
+        return await read_entries(kv)
+    except BucketNotFoundError:
+        raise ClusterError(f"no crawl {config.crawl_id!r} on {config.url}") from None
+    finally:
+        await nc.close()
 
 
 class ClusterError(Exception):
@@ -154,19 +191,8 @@ class Cluster:
 
     async def view(self) -> dict[str, Entry]:
         """The live members' entries, by node."""
-        from nats.js.errors import NoKeysError
-
         assert self._kv is not None
-        try:
-            keys = await self._kv.keys()
-        except NoKeysError:
-            return {}
-        entries = {}
-        for key in keys:
-            item = await self._kv.get(key)
-            if item.value:
-                entries[key] = Entry.decode(item.value)
-        return entries
+        return await read_entries(self._kv)
 
     async def wait_members(self) -> list[Member]:
         """Beat until ``cluster.size`` machines have joined; their sorted (node, agents) list."""

@@ -71,6 +71,13 @@ def share_hosts_per_ip(frontier: Frontier, table: SharedIpTable) -> None:
         frontier.quality.hosts_on = table.hosts
 
 
+def warc_prefix(config: Config, index: int) -> str:
+    """Agent ``index``'s WARC names: ``PREFIX-aN``, or ``PREFIX-NODE-aN`` on a machine of a cluster, so
+    the archives of all machines make one collection without a clash."""
+    node = f"-{config.cluster.node}" if config.cluster.url else ""
+    return f"{config.store.prefix}{node}-a{index}"
+
+
 def build_archive(config: Config, directory: Path, prefix: str) -> Archive:
     """The WARC archive ``directory/PREFIX-*``; its warcinfo record says who crawled, how."""
     return Archive(

@@ -254,7 +254,8 @@ class Supervisor:
         before: dict[str, Entry] = {}
         while True:
             await self.cluster.beat(quiet=self.quiet, published=dict(self.bridge.published),
-                                    received=dict(self.bridge.received), stop=self.stop_reason)
+                                    received=dict(self.bridge.received), stop=self.stop_reason,
+                                    pages=self.total().pages)
             view = await self.cluster.view()
             if not self.stopping:
                 other = next((e for e in view.values() if e.stop and e.node != self.config.cluster.node), None)

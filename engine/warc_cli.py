@@ -1,4 +1,4 @@
-"""``crawl warc ls|verify|cat``: look into the archive of a crawl (its output folder or its ``warc/`` folder).
+"""``crawl warc ls|verify|cat|cdxj-merge``: look into the archive of a crawl (its output folder or its ``warc/`` folder).
 
 * ``crawl warc ls OUT``: one line per record: file, offset, length, type, date, target URI.
 * ``crawl warc verify OUT``: every WARC file must be whole gzip members, parse with warcio
@@ -9,6 +9,11 @@
   Prints one line per file; exits 1 if any file fails, naming the file and the problem.
 * ``crawl warc cat OUT URL``: the most recent record of ``URL`` (response or revisit), found
   through the CDXJ indexes and read from its offset, as WARC text on standard output.
+* ``crawl warc cdxj-merge OUT... --out FILE [--relative-to COLLECTION]``: the finished CDXJ
+  indexes of several output folders (the machines of a cluster, whose file names carry their
+  node) merged into one sorted index, streamed. Filenames stay bare, for a collection whose
+  archive folder holds all the WARC files, or with ``--relative-to`` become paths from that
+  folder. Refuses indexes still ``.open`` and, without ``--relative-to``, a name in two folders.
 
 Files still ``.open`` (a crawl running, or one that crashed before the archive was opened
 again) are listed and verified too, and flagged.
@@ -24,11 +29,12 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from warcio.archiveiterator import ArchiveIterator
 
 from store import cdxj
+from store.durable import replace_file
 from store.recovery import INDEXED, warc_records
 from store.warc import OPEN_SUFFIX, PROFILE_NOT_MODIFIED, end_of_complete_members
 
@@ -198,6 +204,36 @@ def cat(folder: Path, url: str) -> int:
     return 0
 
 
+def cdxj_merge(folders: list[Path], out: Path, collection: Path | None) -> int:
+    indexes: list[tuple[Path, str]] = []
+    seen: dict[str, Path] = {}
+    for folder in folders:
+        still_open = [p.name for p in cdxj.index_files(folder) if p.name.endswith(cdxj.OPEN_SUFFIX)]
+        if still_open:
+            print(f"crawl warc cdxj-merge: {folder} has indexes still open ({', '.join(still_open)}): "
+                  "let its crawl finish, or resume it and stop it", file=sys.stderr)
+            return 1
+        prefix = "" if collection is None else os.path.relpath(folder.resolve(), collection.resolve()) + "/"
+        for path in cdxj.index_files(folder):
+            if collection is None and path.name in seen:
+                print(f"crawl warc cdxj-merge: {path.name} is in {seen[path.name]} and {folder}: their records "
+                      "would be confused (give each machine its --node, or use --relative-to)", file=sys.stderr)
+                return 1
+            seen[path.name] = folder
+            indexes.append((path, "" if prefix == "./" else prefix))
+    lines = 0
+
+    def write(f: IO[bytes]) -> None:
+        nonlocal lines
+        for line in cdxj.merge(indexes):
+            f.write(line)
+            lines += 1
+
+    replace_file(out, write)
+    print(f"{lines} lines from {len(indexes)} indexes in {len(folders)} folders → {out}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="crawl warc", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -206,11 +242,22 @@ def main(argv: list[str]) -> int:
     cat_parser = commands.add_parser("cat", help="print the most recent record of a URL")
     cat_parser.add_argument("folder", type=Path, help="crawl output folder or WARC folder")
     cat_parser.add_argument("url")
+    merge_parser = commands.add_parser("cdxj-merge", help="merge the CDXJ indexes of several folders into one")
+    merge_parser.add_argument("folders", type=Path, nargs="+", metavar="folder",
+                              help="crawl output folders or WARC folders (one per machine)")
+    merge_parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the merged index")
+    merge_parser.add_argument("--relative-to", type=Path, metavar="COLLECTION",
+                              help="write each filename as its WARC file's path from this folder")
     args = parser.parse_args(argv)
-    folder = warc_folder(args.folder)
-    if not folder.is_dir():
-        parser.error(f"{args.folder} is not a folder")
+    given: list[Path] = args.folders if args.command == "cdxj-merge" else [args.folder]
+    folders = [warc_folder(f) for f in given]
+    for path, folder in zip(given, folders, strict=True):
+        if not folder.is_dir():
+            parser.error(f"{path} is not a folder")
+    folder = folders[0]
     try:
+        if args.command == "cdxj-merge":
+            return cdxj_merge(folders, args.out, args.relative_to)
         if args.command == "ls":
             return ls(folder)
         if args.command == "verify":

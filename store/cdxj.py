@@ -14,6 +14,8 @@ Files, and why:
 * When the WARC file is finished, its lines are sorted (by key, then time) into ``X.cdxj``,
   made durable, and only then is ``X.cdxj.open`` removed. A sorted file is what pywb
   binary-searches; a finished WARC of 1 GiB has some 65,000 lines, sorted in memory.
+* The indexes of several folders (the machines of a cluster) merge into one sorted index
+  (:func:`merge`, ``crawl warc cdxj-merge``) as a stream: one line of each file in memory.
 
 The SURT key is the Internet Archive's form (``com,example)/path?a=1&b=2``: host labels
 reversed, ``www.`` dropped, default port dropped, query arguments sorted, everything lower
@@ -25,7 +27,8 @@ argument order only narrow the search.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import heapq
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -205,3 +208,24 @@ def lookup(directory: Path, url: str) -> Iterator[IndexEntry]:
                     if entry.url == url:
                         found.append(entry)
     return iter(sorted(found, key=lambda e: (e.timestamp, e.filename, e.offset)))
+
+
+def _relocated(path: Path, folder: str) -> Iterator[bytes]:
+    """The lines of one finished index, each ``filename`` prefixed with ``folder``. The prefix is the
+    same on every line of a file and the filename its last field, so the file stays sorted."""
+    with open(path, "rb") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                line += b"\n"
+            if folder:
+                key, timestamp, blob = line.split(b" ", 2)
+                fields = orjson.loads(blob)
+                fields["filename"] = folder + fields["filename"]
+                line = b"%s %s %s\n" % (key, timestamp, orjson.dumps(fields))
+            yield line
+
+
+def merge(indexes: Iterable[tuple[Path, str]]) -> Iterator[bytes]:
+    """The lines of the finished (sorted) ``indexes`` in one sorted stream, a k-way merge; each index
+    comes with the folder (``""`` or ending in ``/``) to put before the filenames of its lines."""
+    return heapq.merge(*(_relocated(path, folder) for path, folder in indexes))

@@ -17,7 +17,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
 
 from engine.config import ConfigError, StoreConfig, load
-from engine.warc_cli import verify, verify_file
+from engine.warc_cli import main as warc_main
+from engine.warc_cli import read_member, verify, verify_file
 from store import cdxj, linkgraph
 from store.archive import NEAR_DUPLICATE_FIELD, Archive, Check
 from store.dedup import Original
@@ -268,6 +269,44 @@ def test_cdxj_lookup_seeks_to_a_record_warcio_reads(tmp_path: Path) -> None:
         assert entry.mime == ("warc/revisit" if url.endswith("&copy") else "text/html") and entry.status == 200
         assert record.rec_headers.get_header("WARC-Payload-Digest") == entry.digest
     assert list(cdxj.lookup(tmp_path, "http://www.h0.test:8080/p/0?b=2&a=0#x")) == []  # exact URLs only
+
+
+def two_machines_archives(tmp_path: Path, prefixes: tuple[str, str]) -> list[str]:
+    """Two output folders ``a`` and ``b``, their pages of the same hosts interleaved, files rotated."""
+    urls = [f"http://h{k % 4}.test/p/{k}" for k in range(40)]
+    for folder, prefix in zip("ab", prefixes, strict=True):
+        with Archive(tmp_path / folder / "warc", prefix, settings(warc_max_bytes=20_000), INFO) as archive:
+            for k, url in enumerate(urls):
+                if k % 2 == (folder == "b"):
+                    store(archive, url, page(k))
+    return urls
+
+
+def test_cdxj_merge_streams_the_indexes_of_several_folders_into_one_sorted_index(tmp_path: Path) -> None:
+    urls = two_machines_archives(tmp_path, ("crawl-a-a0", "crawl-b-a0"))
+    inputs = sorted((tmp_path / "a" / "warc").glob("*.cdxj")) + sorted((tmp_path / "b" / "warc").glob("*.cdxj"))
+    assert len(inputs) > 2, "several files per folder"
+    everything = sorted(line for path in inputs for line in path.read_bytes().splitlines())
+    assert warc_main(["cdxj-merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "all.cdxj")]) == 0
+    assert (tmp_path / "all.cdxj").read_bytes().splitlines() == everything, "every line once, sorted"
+    assert warc_main(["cdxj-merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "rel.cdxj"),
+                      "--relative-to", str(tmp_path)]) == 0
+    lines = (tmp_path / "rel.cdxj").read_bytes().splitlines()
+    assert lines == sorted(lines) and len(lines) == len(urls)
+    for line in lines:  # each filename resolves from the collection folder to its record
+        entry = cdxj.parse_line(line)
+        assert entry.filename.startswith(("a/warc/crawl-a-a0-", "b/warc/crawl-b-a0-"))
+        assert f"WARC-Target-URI: {entry.url}\r\n".encode() in read_member(tmp_path / entry.filename, entry.offset,
+                                                                           entry.length)
+
+
+def test_cdxj_merge_refuses_a_name_in_two_folders_and_an_open_index(tmp_path: Path) -> None:
+    two_machines_archives(tmp_path, ("crawl-a0", "crawl-a0"))  # two machines without their node in the names
+    args = ["cdxj-merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "all.cdxj")]
+    assert warc_main(args) == 1 and not (tmp_path / "all.cdxj").exists()
+    assert warc_main([*args, "--relative-to", str(tmp_path)]) == 0, "paths from a collection folder do not clash"
+    (tmp_path / "b" / "warc" / "crawl-a0-x.cdxj.open").touch()
+    assert warc_main([*args, "--relative-to", str(tmp_path)]) == 1
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,17 @@
-"""Membership, the end check and the bridge of a crawl over several machines (engine/cluster.py,
-engine/bridge.py), against a real nats-server started by the test on loopback."""
+"""Membership, the end check, the bridge and ``crawl status`` of a crawl over several machines
+(engine/cluster.py, engine/bridge.py, engine/cluster_status.py), against a real nats-server started
+by the test on loopback."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from engine.bridge import Bridge
@@ -60,6 +64,41 @@ async def test_a_machine_too_many_is_refused(server: str) -> None:
     finally:
         for m in machines:
             await m.close()
+
+
+def crawl_status(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "engine.cli", "status", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+async def test_crawl_status_shows_every_machine_of_the_crawl_without_joining_it(server: str, tmp_path: Path) -> None:
+    a, b = Cluster(config(server, "a"), 1), Cluster(config(server, "b"), 2)
+    await a.connect()
+    await b.connect()
+    try:
+        await a.beat(pages=120, quiet=True)
+        await b.beat(pages=7)
+        await b.beat(stop="max_pages")
+        shown = await asyncio.to_thread(crawl_status, "--cluster", server, "--crawl-id", "t1")
+        assert shown.returncode == 0, shown.stderr
+        assert [line.split() for line in shown.stdout.splitlines()] == [
+            ["node", "agents", "pages", "state", "beat"],
+            ["a", "1", "120", "quiet", "1"],
+            ["b", "2", "7", "stopped:", "max_pages", "2"],
+            ["2", "machines,", "3", "agents,", "127", "pages"],
+        ]
+        (tmp_path / "crawl.toml").write_text(f'[cluster]\nurl = "{server}"\nnode = "z"\nsize = 2\ncrawl_id = "t1"\n')
+        shown = await asyncio.to_thread(crawl_status, "-c", str(tmp_path / "crawl.toml"), "--json")
+        entries = orjson.loads(shown.stdout)
+        assert [Entry(**e) for e in entries.values()] == [Entry("a", 1, 1, True, pages=120),
+                                                          Entry("b", 2, 2, stop="max_pages", pages=7)]
+        for _ in range(2):  # a crawl the server does not know is not created by asking
+            shown = await asyncio.to_thread(crawl_status, "--cluster", server, "--crawl-id", "nope")
+            assert shown.returncode == 1 and "no crawl 'nope'" in shown.stderr
+        assert set(await a.view()) == {"a", "b"}, "asking joined nothing"
+    finally:
+        await a.close()
+        await b.close()
 
 
 AB, BA = "a.0>1", "b.0>0"  # the spools between the two machines' agents

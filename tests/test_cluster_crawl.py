@@ -23,7 +23,10 @@ import pytest
 
 from bench.invitro import WebParams
 from engine.ownership import GlobalRing
+from engine.warc_cli import main as warc_main
+from engine.warc_cli import read_member
 from frontier.urls import canonicalize, split
+from store import cdxj
 from tests.invitro_harness import (
     WebThread,
     crawl_command,
@@ -81,7 +84,7 @@ def two_machines(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
     finally:
         log = web.stop()
     stats, pages = outcome(tmp)
-    return web.model, seeds, log, stats, pages
+    return web.model, seeds, log, stats, pages, tmp
 
 
 def host(url: str) -> str:
@@ -89,7 +92,7 @@ def host(url: str) -> str:
 
 
 def test_two_machines_fetch_every_page_once_in_all_and_stop_together(two_machines) -> None:  # type: ignore[no-untyped-def]
-    model, seeds, log, stats, pages = two_machines
+    model, seeds, log, stats, pages, _ = two_machines
     assert {s["stop_reason"] for s in stats.values()} == {"done"}
     requested = Counter(url_of(r, model.port) for r in page_requests(log))
     assert not [u for u, n in requested.items() if n > 1], "a page was fetched twice"
@@ -100,7 +103,7 @@ def test_two_machines_fetch_every_page_once_in_all_and_stop_together(two_machine
 
 
 def test_each_host_is_crawled_by_the_machine_the_global_ring_gives(two_machines) -> None:  # type: ignore[no-untyped-def]
-    _, _, log, stats, pages = two_machines
+    _, _, log, stats, pages, _ = two_machines
     ring = GlobalRing([("a", 1), ("b", 1)])
     assert stats["a"]["cluster"]["members"] == stats["b"]["cluster"]["members"] == [["a", 1], ["b", 1]]
     for node, urls in pages.items():
@@ -110,7 +113,7 @@ def test_each_host_is_crawled_by_the_machine_the_global_ring_gives(two_machines)
 
 
 def test_links_cross_between_the_machines_both_ways(two_machines) -> None:  # type: ignore[no-untyped-def]
-    model, seeds, log, stats, pages = two_machines
+    model, seeds, log, stats, pages, _ = two_machines
     for node in NODES:
         assert stats[node]["cluster"]["messages_sent"] > 0 and stats[node]["cluster"]["messages_received"] > 0
     seeds = {canonicalize(s) for s in seeds}
@@ -127,6 +130,21 @@ def test_links_cross_between_the_machines_both_ways(two_machines) -> None:  # ty
                 from_the_other.append(url)
             known.update(canonicalize(link) for link, _ in page_links(model.respond(record.host, record.target)))
         assert from_the_other, f"machine {node} fetched no page first discovered by the other"
+
+
+def test_each_machine_names_its_archive_with_its_node_and_one_index_merges_both(two_machines) -> None:  # type: ignore[no-untyped-def]
+    *_, pages, tmp = two_machines
+    for node in NODES:
+        names = [p.name for p in (tmp / node / "warc").iterdir() if p.name.endswith((".warc.gz", ".cdxj"))]
+        assert names and all(name.startswith(f"crawl-{node}-a0-") for name in names), names
+    assert warc_main(["cdxj-merge", *(str(tmp / node) for node in NODES), "--out", str(tmp / "index.cdxj"),
+                      "--relative-to", str(tmp)]) == 0
+    entries = [cdxj.parse_line(line) for line in (tmp / "index.cdxj").read_bytes().splitlines()]
+    assert [(e.key, e.timestamp) for e in entries] == sorted((e.key, e.timestamp) for e in entries)
+    indexed = Counter((e.filename.split("/", 1)[0], e.url) for e in entries if not e.url.endswith("/robots.txt"))
+    assert set(indexed.values()) == {1} and set(indexed) == {(node, url) for node in NODES for url in pages[node]}
+    for e in entries[:: max(1, len(entries) // 20)]:
+        assert f"WARC-Target-URI: {e.url}\r\n".encode() in read_member(tmp / e.filename, e.offset, e.length)
 
 
 # -- kill -9 of one machine mid-crawl, then it comes back with --resume --------------------------------------
