@@ -6,7 +6,8 @@ the web's request log and both machines' WARC files (warcio): every reachable pa
 in all, each host by one machine only (the one the ring over both machines' agents gives), and
 links crossing between the machines both ways; after a kill -9 of one machine's whole process
 tree and its return with ``--resume``, nothing lost and only its cut fetches repeated; a machine
-that stops stops the other. The web has one host per IP: the IP delay across machines is not
+that stops stops the other. One machine's control API lists both; ``crawl stats`` adds up their
+``stats.json`` files. The web has one host per IP: the IP delay across machines is not
 built yet (hosts of one IP on two machines could be fetched closer than it).
 """
 
@@ -23,6 +24,7 @@ import orjson
 import pytest
 
 from bench.invitro import WebParams
+from engine.cli import main as cli_main
 from engine.ownership import GlobalRing
 from engine.warc_cli import main as warc_main
 from engine.warc_cli import read_member
@@ -223,3 +225,23 @@ def test_a_machine_that_stops_stops_the_others(tmp_path: Path) -> None:
     stats, _ = outcome(tmp_path)
     assert stats["a"]["stop_reason"] == "max_pages"
     assert stats["b"]["stop_reason"] == "machine a: max_pages"  # not left waiting for a for ever
+
+
+def test_crawl_stats_adds_up_the_machines_stats_json(two_machines) -> None:  # type: ignore[no-untyped-def]
+    *_, stats, pages, tmp, _ = two_machines
+    assert cli_main(["stats", *(str(tmp / node) for node in NODES), "--out", str(tmp / "cluster-stats.json")]) == 0
+    summary = orjson.loads((tmp / "cluster-stats.json").read_bytes())
+    responses = [uri for node in NODES for kind, uri in warc_records(tmp / node)
+                 if kind in ("response", "revisit") and not uri.endswith("/robots.txt")]
+    assert summary["pages"] == sum(s["pages"] for s in stats.values()) == len(responses) == len(pages["a"] | pages["b"])
+    for key in ("bytes", "stored", "robots", "links"):
+        assert summary[key] == sum(s[key] for s in stats.values()), key
+    for code in {c for s in stats.values() for c in s["statuses"]}:
+        assert summary["statuses"][code] == sum(s["statuses"].get(code, 0) for s in stats.values())
+    assert summary["cpu_seconds"] == pytest.approx(sum(s["cpu_seconds"] for s in stats.values()))
+    assert summary["elapsed_seconds"] == max(s["elapsed_seconds"] for s in stats.values())
+    assert summary["stop_reasons"] == ["done"]
+    assert [(m["node"], m["pages"], m["messages_sent"]) for m in summary["machines"]] == [
+        (node, stats[node]["pages"], stats[node]["cluster"]["messages_sent"]) for node in NODES]
+    # the same machine twice would count it twice: refused
+    assert cli_main(["stats", str(tmp / "a"), str(tmp / "a")]) == 2
