@@ -1,7 +1,8 @@
 """The ``crawl`` command: ``crawl run`` crawls, ``crawl learn`` trains a policy's model, ``crawl rank``
 ranks a crawl's hosts (``engine/rank_cli.py``), ``crawl fresh schedule`` plans a recrawl of
 social-network users (``engine/fresh_cli.py``), ``crawl status`` shows the machines of a crawl
-over several (``engine/cluster_status.py``), ``crawl invitro`` serves the in-vitro web.
+over several (``engine/cluster_status.py``), ``crawl stats`` adds up their ``stats.json``
+(``engine/cluster_stats.py``), ``crawl invitro`` serves the in-vitro web.
 
 The composition root: it reads the command line and crawl.toml into a
 :class:`~engine.config.Config` and hands it to the supervisor (``engine/supervisor.py``).
@@ -21,7 +22,7 @@ from typing import NoReturn
 import orjson
 
 from engine import config as configuration
-from engine import cluster_status, fresh_cli
+from engine import cluster_stats, cluster_status, fresh_cli
 from engine.config import Config, ConfigError
 
 
@@ -114,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--plot", type=Path, metavar="FILE.svg", help="write the (K, K*) density plot as SVG")
     fresh_cli.add_parser(commands)
     cluster_status.add_parser(commands)
+    cluster_stats.add_parser(commands)
     invitro = commands.add_parser("invitro", help="serve the in-vitro web and its DNS on loopback", add_help=False)
     invitro.add_argument("args", nargs=argparse.REMAINDER)
     return parser
@@ -230,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         return fresh_cli.schedule(args)
     if args.command == "status":
         return cluster_status.status(args)
+    if args.command == "stats":
+        return cluster_stats.stats(args)
     return learn(args) if args.command == "learn" else run(args)
 
 

@@ -87,6 +87,11 @@ class Entry:
     stop: str = ""  # why this machine stopped the crawl: "done" (it saw the whole crawl over), or its own reason
     pages: int = 0  # pages its agents have stored, for ``crawl status --cluster``
 
+    @property
+    def state(self) -> str:
+        """``crawling``; ``quiet``: idle, nothing unsent or unread; ``stopped: REASON``."""
+        return f"stopped: {self.stop}" if self.stop else "quiet" if self.quiet else "crawling"
+
     def encode(self) -> bytes:
         return orjson.dumps(asdict(self))
 
@@ -108,6 +113,24 @@ def crawl_over(before: Mapping[str, Entry], now: Mapping[str, Entry], members: S
             return False
     received = {key: position for e in now.values() for key, position in e.received.items()}
     return all(received.get(key) == position for e in now.values() for key, position in e.published.items())
+
+
+Beats = dict[str, tuple[int, float]]  # node -> (its beat number, monotonic time this machine first saw it)
+
+
+def note_beats(before: Beats, view: Mapping[str, Entry], now: float) -> Beats:
+    """When each live machine's latest beat was first seen here. An entry carries no clock (the
+    machines' clocks need not agree), so a beat's age is measured on this machine's clock."""
+    return {node: before[node] if node in before and before[node][0] == e.beat else (e.beat, now)
+            for node, e in view.items()}
+
+
+def machines(view: Mapping[str, Entry], beats: Beats, now: float) -> list[dict[str, object]]:
+    """Every live machine of a view, for the control API's ``GET /status``: its node, agents, pages,
+    state, beat number and seconds since that beat was seen."""
+    return [{"node": e.node, "agents": e.agents, "pages": e.pages, "state": e.state, "beat": e.beat,
+             "beat_age_seconds": round(now - beats[node][1], 3) if node in beats else None}
+            for node, e in sorted(view.items())]
 
 
 async def read_entries(kv: KeyValue) -> dict[str, Entry]:

@@ -31,13 +31,9 @@ def add_parser(commands: Any) -> None:
     status.add_argument("--json", action="store_true", help="print the entries as JSON")
 
 
-def state(entry: Entry) -> str:
-    return f"stopped: {entry.stop}" if entry.stop else "quiet" if entry.quiet else "crawling"
-
-
 def table(entries: dict[str, Entry]) -> str:
     rows = [("node", "agents", "pages", "state", "beat")]
-    rows += [(e.node, str(e.agents), str(e.pages), state(e), str(e.beat)) for _, e in sorted(entries.items())]
+    rows += [(e.node, str(e.agents), str(e.pages), e.state, str(e.beat)) for _, e in sorted(entries.items())]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     values = entries.values()

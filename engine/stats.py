@@ -14,6 +14,11 @@ import orjson
 
 from store.durable import replace_file
 
+# keys of a stats.json that are no quantity to add up over agents (engine/supervisor.py) or machines
+# (engine/cluster_stats.py): rates, clocks, reasons, settings
+NOT_ADDED = frozenset(("stop_reason", "elapsed_seconds", "pages_per_second", "pages_per_cpu_second", "config",
+                       "timeline", "agent", "resumed", "started", "store_full"))
+
 
 @dataclass
 class Counters:

@@ -61,14 +61,14 @@ from engine.metrics import Exporter
 from engine.ownership import GlobalRing, Member
 from engine.progress import ProgressDisplay, sample
 from engine.sdnotify import Notifier
-from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
+from engine.stats import NOT_ADDED, Counters, cpu_seconds, rss_bytes, write_json
 from engine.status import AgentStatus, add_up
 from frontier.urls import canonicalize
 from store.errors import StoreFull, free_space, preallocate
 
 if TYPE_CHECKING:  # imported when a machine joins a crawl over several (they bring in nats)
     from engine.bridge import Bridge
-    from engine.cluster import Cluster, Entry
+    from engine.cluster import Beats, Cluster, Entry
 
 MANIFEST = "crawl.json"
 EXIT_STORE_FULL = 3  # exit status of an agent, and of ``crawl run``, stopped by a full disk (1: failed, 2: usage)
@@ -146,6 +146,8 @@ class Supervisor:
         self.members: list[Member] | None = None
         self.bridge: Bridge | None = None
         self.quiet = False  # with a cluster: this machine has nothing to do, send or read (check_end)
+        self.view: dict[str, Entry] = {}  # the machines' entries as beat_loop last read them, for GET /status
+        self.beats: Beats = {}
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -248,7 +250,7 @@ class Supervisor:
     async def beat_loop(self) -> None:
         """Put this machine's entry every heartbeat; stop the crawl once every machine's shows it over,
         or another machine stopped (engine/cluster.py: a crawl over machines stops as one)."""
-        from engine.cluster import HEARTBEAT, crawl_over
+        from engine.cluster import HEARTBEAT, crawl_over, note_beats
 
         assert self.cluster is not None and self.bridge is not None and self.members is not None
         before: dict[str, Entry] = {}
@@ -257,6 +259,7 @@ class Supervisor:
                                     received=dict(self.bridge.received), stop=self.stop_reason,
                                     pages=self.total().pages)
             view = await self.cluster.view()
+            self.view, self.beats = view, note_beats(self.beats, view, time.monotonic())
             if not self.stopping:
                 other = next((e for e in view.values() if e.stop and e.node != self.config.cluster.node), None)
                 if crawl_over(before, view, self.members):
@@ -467,8 +470,15 @@ class Supervisor:
     # -- the control API (engine/control.py: Controllable) ------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """``GET /status``: the agents added up, and each one's own status."""
-        return {**self.total().as_dict(), "agents": [a.status.as_dict() for a in self.agents if a.status is not None]}
+        """``GET /status``: the agents added up, and each one's own status; in a crawl over machines,
+        ``machines``: every live machine's entry from the view the heartbeat keeps (at most a heartbeat
+        old), so a request costs no round trip to the broker."""
+        status = {**self.total().as_dict(), "agents": [a.status.as_dict() for a in self.agents if a.status is not None]}
+        if self.cluster is not None:
+            from engine.cluster import machines
+
+            status["machines"] = machines(self.view, self.beats, time.monotonic())
+        return status
 
     def metrics(self) -> bytes:
         return self.exporter.render()
@@ -536,7 +546,7 @@ class Supervisor:
                 parts.append(orjson.loads(path.read_bytes()))
         elapsed = time.monotonic() - self.started
         zeros = {**Counters().as_dict(), "hosts": 0}  # every counter, even when no agent ran (a full disk at start)
-        total = add_up([{k: v for k, v in p.items() if k not in _NOT_ADDED} for p in [zeros, *parts]])
+        total = add_up([{k: v for k, v in p.items() if k not in NOT_ADDED} for p in [zeros, *parts]])
         # The CPU a user pays for: every process of the crawl from its start to its exit (the supervisor's
         # imports, each agent's start-up and shutdown, restarted agents), not only the crawling time.
         cpu = cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN) - self._children_cpu_at_start
@@ -578,10 +588,6 @@ class Supervisor:
         """IPs crawled from: agents that share an IP each count it, the machine-wide table once."""
         table = self.out / "ip-table"
         return SharedIpTable.count_ips(table) if len(self.agents) > 1 and table.exists() else agents_ips
-
-
-_NOT_ADDED = frozenset(("stop_reason", "elapsed_seconds", "pages_per_second", "pages_per_cpu_second", "config",
-                        "timeline", "agent", "resumed", "started", "store_full"))
 
 
 def supervise(config: Config, seeds: list[str], agents: int, *, resuming: bool) -> tuple[dict[str, Any], int]:

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from engine.bridge import Bridge
-from engine.cluster import Cluster, ClusterError, Entry, crawl_over, stream_name
+from engine.cluster import Cluster, ClusterError, Entry, crawl_over, machines, note_beats, stream_name
 from engine.config import ClusterConfig
 from engine.link_exchange import BRIDGE, Inbox, Outbox
 from engine.ownership import GlobalRing
@@ -176,3 +176,15 @@ async def test_links_cross_machines_through_the_stream_and_are_acknowledged_once
         await asyncio.gather(receiving, return_exceptions=True)
         for m in machines.values():
             await m.close()
+
+
+def test_a_beat_is_aged_from_when_this_machine_first_saw_it() -> None:
+    view = {"a": Entry("a", 2, beat=5, pages=7), "b": Entry("b", 1, beat=3, quiet=True)}
+    beats = note_beats({}, view, now=100.0)
+    later = {"a": Entry("a", 2, beat=5, pages=7), "b": Entry("b", 1, beat=4, stop="done")}
+    beats = note_beats(beats, later, now=101.5)  # a has not beaten since: its age goes on
+    assert machines(later, beats, now=102.0) == [
+        {"node": "a", "agents": 2, "pages": 7, "state": "crawling", "beat": 5, "beat_age_seconds": 2.0},
+        {"node": "b", "agents": 1, "pages": 0, "state": "stopped: done", "beat": 4, "beat_age_seconds": 0.5},
+    ]
+    assert note_beats(beats, {"b": later["b"]}, now=103.0) == {"b": (4, 101.5)}  # a's entry expired: gone

@@ -6,7 +6,8 @@ the web's request log and both machines' WARC files (warcio): every reachable pa
 in all, each host by one machine only (the one the ring over both machines' agents gives), and
 links crossing between the machines both ways; after a kill -9 of one machine's whole process
 tree and its return with ``--resume``, nothing lost and only its cut fetches repeated; a machine
-that stops stops the other. The web has one host per IP: the IP delay across machines is not
+that stops stops the other. One machine's control API lists both; ``crawl stats`` adds up their
+``stats.json`` files. The web has one host per IP: the IP delay across machines is not
 built yet (hosts of one IP on two machines could be fetched closer than it).
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import orjson
 import pytest
 
 from bench.invitro import WebParams
+from engine.cli import main as cli_main
 from engine.ownership import GlobalRing
 from engine.warc_cli import main as warc_main
 from engine.warc_cli import read_member
@@ -38,6 +41,7 @@ from tests.invitro_harness import (
 )
 from tests.nats_server import nats_server
 from tests.test_agents import check_politeness, records_at_crash, warc_records
+from tests.test_control_crawl import TOKEN, Api
 
 WEB = WebParams(hosts=24, hosts_per_ip=1, mean_pages=10, max_pages=24, mean_links=20, page_bytes=4000)
 SETTINGS = ["politeness.host_delay=0.2", "politeness.ip_delay=0.05", "engine.fetchers=30",
@@ -49,7 +53,19 @@ def start(tmp: Path, node: str, seeds: list[str], web: WebThread, broker: str, *
     """Machine ``node``: a ``crawl run`` process tree of its own (its own session, for a kill -9 of all of it)."""
     args = ["--cluster", broker, "--node", node, "--cluster-size", "2", *extra]
     return subprocess.Popen(crawl_command(tmp / node, seeds, dns=web.web.dns_address, settings=SETTINGS, args=args),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "CRAWL_CONTROL_TOKEN": TOKEN})
+
+
+def machines_seen(process: subprocess.Popen[str]) -> list[dict]:  # type: ignore[type-arg]
+    """``GET /status``'s ``machines`` from the control API of a machine started with ``--control``, once
+    it lists two (its URL is on stderr once the machines have joined; the view comes with the next beat)."""
+    assert process.stderr is not None
+    url = next(line.split(": ", 1)[1].strip() for line in process.stderr if line.startswith("control API: "))
+    api, deadline = Api(url), time.monotonic() + 30
+    while len(seen := api.json("GET", "/status")["machines"]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)  # a poll of the API, which answers at once; the beat that fills it comes within 0.5 s
+    return seen  # type: ignore[no-any-return]
 
 
 def finish(machines: dict[str, subprocess.Popen[str]]) -> None:
@@ -80,11 +96,16 @@ def two_machines(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
     seeds = web.web.seeds[:6]
     try:
         with nats_server(tmp / "nats") as broker:
-            finish({node: start(tmp, node, seeds, web, broker.url) for node in NODES})
+            machines = {node: start(tmp, node, seeds, web, broker.url, *(["--control", "127.0.0.1:0"] if node == "a" else []))
+                        for node in NODES}
+            try:
+                seen = machines_seen(machines["a"])
+            finally:
+                finish(machines)
     finally:
         log = web.stop()
     stats, pages = outcome(tmp)
-    return web.model, seeds, log, stats, pages, tmp
+    return web.model, seeds, log, stats, pages, tmp, seen
 
 
 def host(url: str) -> str:
@@ -92,7 +113,7 @@ def host(url: str) -> str:
 
 
 def test_two_machines_fetch_every_page_once_in_all_and_stop_together(two_machines) -> None:  # type: ignore[no-untyped-def]
-    model, seeds, log, stats, pages, _ = two_machines
+    model, seeds, log, stats, pages, *_ = two_machines
     assert {s["stop_reason"] for s in stats.values()} == {"done"}
     requested = Counter(url_of(r, model.port) for r in page_requests(log))
     assert not [u for u, n in requested.items() if n > 1], "a page was fetched twice"
@@ -103,7 +124,7 @@ def test_two_machines_fetch_every_page_once_in_all_and_stop_together(two_machine
 
 
 def test_each_host_is_crawled_by_the_machine_the_global_ring_gives(two_machines) -> None:  # type: ignore[no-untyped-def]
-    _, _, log, stats, pages, _ = two_machines
+    _, _, log, stats, pages, *_ = two_machines
     ring = GlobalRing([("a", 1), ("b", 1)])
     assert stats["a"]["cluster"]["members"] == stats["b"]["cluster"]["members"] == [["a", 1], ["b", 1]]
     for node, urls in pages.items():
@@ -113,7 +134,7 @@ def test_each_host_is_crawled_by_the_machine_the_global_ring_gives(two_machines)
 
 
 def test_links_cross_between_the_machines_both_ways(two_machines) -> None:  # type: ignore[no-untyped-def]
-    model, seeds, log, stats, pages, _ = two_machines
+    model, seeds, log, stats, pages, *_ = two_machines
     for node in NODES:
         assert stats[node]["cluster"]["messages_sent"] > 0 and stats[node]["cluster"]["messages_received"] > 0
     seeds = {canonicalize(s) for s in seeds}
@@ -133,7 +154,7 @@ def test_links_cross_between_the_machines_both_ways(two_machines) -> None:  # ty
 
 
 def test_each_machine_names_its_archive_with_its_node_and_one_index_merges_both(two_machines) -> None:  # type: ignore[no-untyped-def]
-    *_, pages, tmp = two_machines
+    *_, pages, tmp, _ = two_machines
     for node in NODES:
         names = [p.name for p in (tmp / node / "warc").iterdir() if p.name.endswith((".warc.gz", ".cdxj"))]
         assert names and all(name.startswith(f"crawl-{node}-a0-") for name in names), names
@@ -145,6 +166,14 @@ def test_each_machine_names_its_archive_with_its_node_and_one_index_merges_both(
     assert set(indexed.values()) == {1} and set(indexed) == {(node, url) for node in NODES for url in pages[node]}
     for e in entries[:: max(1, len(entries) // 20)]:
         assert f"WARC-Target-URI: {e.url}\r\n".encode() in read_member(tmp / e.filename, e.offset, e.length)
+
+
+def test_the_control_api_of_one_machine_lists_every_machine(two_machines) -> None:  # type: ignore[no-untyped-def]
+    *_, seen = two_machines
+    assert [(m["node"], m["agents"]) for m in seen] == [("a", 1), ("b", 1)]
+    for m in seen:
+        assert m["state"] in ("crawling", "quiet") and m["beat"] > 0 and 0 <= m["beat_age_seconds"] < 10
+        assert isinstance(m["pages"], int)
 
 
 # -- kill -9 of one machine mid-crawl, then it comes back with --resume --------------------------------------
@@ -196,3 +225,23 @@ def test_a_machine_that_stops_stops_the_others(tmp_path: Path) -> None:
     stats, _ = outcome(tmp_path)
     assert stats["a"]["stop_reason"] == "max_pages"
     assert stats["b"]["stop_reason"] == "machine a: max_pages"  # not left waiting for a for ever
+
+
+def test_crawl_stats_adds_up_the_machines_stats_json(two_machines) -> None:  # type: ignore[no-untyped-def]
+    *_, stats, pages, tmp, _ = two_machines
+    assert cli_main(["stats", *(str(tmp / node) for node in NODES), "--out", str(tmp / "cluster-stats.json")]) == 0
+    summary = orjson.loads((tmp / "cluster-stats.json").read_bytes())
+    responses = [uri for node in NODES for kind, uri in warc_records(tmp / node)
+                 if kind in ("response", "revisit") and not uri.endswith("/robots.txt")]
+    assert summary["pages"] == sum(s["pages"] for s in stats.values()) == len(responses) == len(pages["a"] | pages["b"])
+    for key in ("bytes", "stored", "robots", "links"):
+        assert summary[key] == sum(s[key] for s in stats.values()), key
+    for code in {c for s in stats.values() for c in s["statuses"]}:
+        assert summary["statuses"][code] == sum(s["statuses"].get(code, 0) for s in stats.values())
+    assert summary["cpu_seconds"] == pytest.approx(sum(s["cpu_seconds"] for s in stats.values()))
+    assert summary["elapsed_seconds"] == max(s["elapsed_seconds"] for s in stats.values())
+    assert summary["stop_reasons"] == ["done"]
+    assert [(m["node"], m["pages"], m["messages_sent"]) for m in summary["machines"]] == [
+        (node, stats[node]["pages"], stats[node]["cluster"]["messages_sent"]) for node in NODES]
+    # the same machine twice would count it twice: refused
+    assert cli_main(["stats", str(tmp / "a"), str(tmp / "a")]) == 2
