@@ -29,7 +29,11 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
   a lane of its own past the table's; ``novelty``, a lane's score is multiplied by the
   smoothed share of its role's downloads whose body no earlier download had (an exact
   digest), so that of two anchor roles reaching the same pages (a page-number widget and an
-  "older" cursor) the one that keeps fetching aliases falls behind as the crawl goes. The
+  "older" cursor) the one that keeps fetching aliases falls behind as the crawl goes. Option
+  ``reach`` (off by default) weights the target part further by how far the role's training
+  links into the targets reached the example pages themselves (:func:`frontier.source.kin.example_reach`,
+  read from the model folder's ``sample.jsonl``): a role that leads into a target cluster as often
+  as the examples' roles but never to an example is another type's that DBSCAN did not part. The
   lanes each URL was queued in and the digests of the bodies are kept in memory (a set of
   16-byte digests, a dict of the queued URLs), the role counts in ``state()``.
 
@@ -238,6 +242,7 @@ class SourceTarget(_Source):
         novelty: bool = True  # a row's links score × the share of its role's downloads that brought new content
         roles: bool = True  # a row's target part × the share of its anchor role's links that led into a target
         backoff: bool = True  # a link whose key has no row takes its anchor role's rows pooled over clusters
+        reach: bool = False  # a row's target part × how far its role's training links reached the examples
 
         def __post_init__(self) -> None:
             if not self.target_examples:
@@ -250,7 +255,7 @@ class SourceTarget(_Source):
 
     def __init__(self, options: SourceTarget.Options, model: Path | None) -> None:
         super().__init__(options, model)
-        from frontier.source.kin import anchor_role, kin_clusters, pooled_roles, role_shares
+        from frontier.source.kin import anchor_role, example_reach, kin_clusters, pooled_roles, role_shares
         from frontier.source.scores import target_cluster_scores, target_hits
 
         targets = []
@@ -275,6 +280,10 @@ class SourceTarget(_Source):
             self._agreement = np.concatenate([shares.by_row, [shares.by_role[role] for role in self._role_position]])
         else:
             self._agreement = np.ones(width)
+        if options.reach:
+            reach = example_reach(table, self.targets, _links_into(model, options.target_examples))
+            self._agreement = self._agreement * np.array(
+                [reach[anchor_role(row.apath)] for row in table.rows] + [reach[role] for role in self._role_position])
         self.novelty = options.novelty
         self._queued: dict[str, int] = {}  # URL → the row lane it was queued in, until it is fetched
         self._contents: set[bytes] = set()  # digests of the bodies fetched
@@ -344,6 +353,22 @@ class SourceTarget(_Source):
         roles = orjson.loads(state).get("roles", {}) if state else {}
         for i, role in enumerate(self.roles):  # a role the model does not have is another model's
             self.role_downloads[i], self.role_repeats[i] = roles.get(role, (0.0, 0.0))
+
+
+def _links_into(model: Path | None, examples: Iterable[str]) -> Counter[str]:
+    """Per anchor role, the training links whose destination is one of the ``examples``, read from the
+    model folder's ``sample.jsonl`` (the training sample's link groups); PolicyError when it has none."""
+    from frontier.source.kin import anchor_role
+    from frontier.source.train import read_sample
+
+    folder = model if model is None or model.is_dir() else model.parent
+    wanted = {canonicalize(url) or url for url in examples}
+    try:
+        sample = read_sample(Path(folder or ".") / "sample.jsonl")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PolicyError("reach", f"needs the model folder's sample.jsonl: {e}") from None
+    return Counter(anchor_role(apath) for page in sample for apath, urls in page.groups.items()
+                   for url in urls if (canonicalize(url) or url) in wanted)
 
 
 def load_model(model: Path | None, name: str) -> Model:
