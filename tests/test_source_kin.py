@@ -134,9 +134,12 @@ def test_the_target_part_of_a_link_score_is_weighted_by_its_role_share() -> None
         (distributions @ scores).tolist())
 
 
-def test_example_reach_demotes_a_role_by_the_example_links_it_should_have_had() -> None:
+def test_example_reach_demotes_a_role_that_missed_the_example_links_it_should_have_had() -> None:
     # into targets 0/1: message 10 labelled links, older 2; 4 message links reached an example
-    reach = example_reach(table(), [0, 1], {"message": 4})
-    rate = 4 / 12
-    assert reach == pytest.approx({"message": 1.0, "older": 1 / (2 * rate + 1), "user": 1.0, "/html/body/div/a": 1.0})
+    reach = example_reach(table(), [0, 1], {"older": 1})
+    # rate = 1 / 12: message's 10 labelled links into the target should have reached 10/12 examples
+    assert reach == pytest.approx({"message": 1.0, "older": 1.0, "user": 1.0, "/html/body/div/a": 1.0})
+    strict = example_reach(table(), [0, 1], {"older": 1}, evidence=0.5)
+    assert strict == pytest.approx({"message": 1 / (10 / 12 + 1), "older": 1.0, "user": 1.0, "/html/body/div/a": 1.0})
+    assert example_reach(table(), [0, 1], {"message": 4})["older"] == 1.0  # 2·4/12 expected: no evidence
     assert example_reach(table(), [0, 1], {}) == dict.fromkeys(reach, 1.0)  # no evidence: no demotion

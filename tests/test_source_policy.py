@@ -274,8 +274,11 @@ def test_reach_demotes_a_role_that_leads_into_the_target_but_never_to_an_example
         return policy.lane_rank("h", title), policy.lane_rank("h", related)
 
     title, related = ranks(SourceTarget(SourceTarget.Options(target_examples=examples), model_dir))
-    title_reach, related_reach = ranks(SourceTarget(SourceTarget.Options(target_examples=examples, reach=True),
-                                                    model_dir))
+    # 7 of the 86 training links into threads reached an example: title's 23 should have reached 1.9
+    title_reach, related_reach = ranks(SourceTarget(SourceTarget.Options(
+        target_examples=examples, reach=True, reach_evidence=1.5), model_dir))
     assert related_reach == pytest.approx(related)  # related links reached the examples: kept
     assert title < -0.5 and title_reach > title / 2  # title links reached none: their target part demoted
     assert title_reach > related_reach
+    too_few = SourceTarget(SourceTarget.Options(target_examples=examples, reach=True), model_dir)
+    assert ranks(too_few) == pytest.approx((title, related))  # 1.9 expected is below the default 3: no evidence

@@ -30,10 +30,11 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
   smoothed share of its role's downloads whose body no earlier download had (an exact
   digest), so that of two anchor roles reaching the same pages (a page-number widget and an
   "older" cursor) the one that keeps fetching aliases falls behind as the crawl goes. Option
-  ``reach`` (off by default) weights the target part further by how far the role's training
-  links into the targets reached the example pages themselves (:func:`frontier.source.kin.example_reach`,
-  read from the model folder's ``sample.jsonl``): a role that leads into a target cluster as often
-  as the examples' roles but never to an example is another type's that DBSCAN did not part. The
+  ``reach`` (off by default) demotes the target part of a role whose training links into the
+  targets never reached an example page although, at the rate of all roles, they should have
+  reached ``reach_evidence`` (3) of them (:func:`frontier.source.kin.example_reach`, read from the
+  model folder's ``sample.jsonl``): such a role leads into a cluster where DBSCAN did not part
+  the wanted type from another (the blog's tag lists among its profiles). The
   lanes each URL was queued in and the digests of the bodies are kept in memory (a set of
   16-byte digests, a dict of the queued URLs), the role counts in ``state()``.
 
@@ -242,7 +243,8 @@ class SourceTarget(_Source):
         novelty: bool = True  # a row's links score × the share of its role's downloads that brought new content
         roles: bool = True  # a row's target part × the share of its anchor role's links that led into a target
         backoff: bool = True  # a link whose key has no row takes its anchor role's rows pooled over clusters
-        reach: bool = False  # a row's target part × how far its role's training links reached the examples
+        reach: bool = False  # a row's target part demoted when its role's training links missed the examples
+        reach_evidence: float = 3.0  # the example links a role must have been expected to reach for that
 
         def __post_init__(self) -> None:
             if not self.target_examples:
@@ -281,7 +283,8 @@ class SourceTarget(_Source):
         else:
             self._agreement = np.ones(width)
         if options.reach:
-            reach = example_reach(table, self.targets, _links_into(model, options.target_examples))
+            reach = example_reach(table, self.targets, _links_into(model, options.target_examples),
+                                  evidence=options.reach_evidence)
             self._agreement = self._agreement * np.array(
                 [reach[anchor_role(row.apath)] for row in table.rows] + [reach[role] for role in self._role_position])
         self.novelty = options.novelty
