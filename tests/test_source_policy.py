@@ -273,7 +273,7 @@ def test_reach_demotes_a_role_that_leads_into_the_target_but_never_to_an_example
         related = policy.priority(f"{SITE}/t/8", thread_page.url, None)
         return policy.lane_rank("h", title), policy.lane_rank("h", related)
 
-    title, related = ranks(SourceTarget(SourceTarget.Options(target_examples=examples), model_dir))
+    title, related = ranks(SourceTarget(SourceTarget.Options(target_examples=examples, reach=False), model_dir))
     # 7 of the 86 training links into threads reached an example: title's 23 should have reached 1.9
     title_reach, related_reach = ranks(SourceTarget(SourceTarget.Options(
         target_examples=examples, reach=True, reach_evidence=1.5), model_dir))

@@ -20,7 +20,7 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
   profile per anchor role and the centroid of the examples', :mod:`frontier.source.kin`) is a
   target too, so that the wanted type's other layouts are not mere hubs; ``kin`` above 1 keeps
   the examples' clusters only.
-  Three more rules of ours, each an option that ``false`` switches off (the paper's form):
+  Four more rules of ours, each an option that ``false`` switches off (the paper's form):
   ``roles``, a link's target part (Σ over target clusters of P·Score) is weighted by the share
   of the site's training links of its anchor role that led into a target cluster, so a row
   into a cluster that mixes types ranks by what its role usually leads to; ``backoff``, a link
@@ -29,10 +29,10 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
   a lane of its own past the table's; ``novelty``, a lane's score is multiplied by the
   smoothed share of its role's downloads whose body no earlier download had (an exact
   digest), so that of two anchor roles reaching the same pages (a page-number widget and an
-  "older" cursor) the one that keeps fetching aliases falls behind as the crawl goes. Option
-  ``reach`` (off by default) demotes the target part of a role whose training links into the
-  targets never reached an example page although, at the rate of all roles, they should have
-  reached ``reach_evidence`` (3) of them (:func:`frontier.source.kin.example_reach`, read from the
+  "older" cursor) the one that keeps fetching aliases falls behind as the crawl goes;
+  ``reach``, the target part of a role whose training links into the targets never reached an
+  example page although, at the rate of all roles, they should have reached ``reach_evidence``
+  (3) of them is demoted (:func:`frontier.source.kin.example_reach`, read from the
   model folder's ``sample.jsonl``): such a role leads into a cluster where DBSCAN did not part
   the wanted type from another (the blog's tag lists among its profiles). The
   lanes each URL was queued in and the digests of the bodies are kept in memory (a set of
@@ -243,7 +243,7 @@ class SourceTarget(_Source):
         novelty: bool = True  # a row's links score × the share of its role's downloads that brought new content
         roles: bool = True  # a row's target part × the share of its anchor role's links that led into a target
         backoff: bool = True  # a link whose key has no row takes its anchor role's rows pooled over clusters
-        reach: bool = False  # a row's target part demoted when its role's training links missed the examples
+        reach: bool = True  # a row's target part demoted when its role's training links missed the examples
         reach_evidence: float = 3.0  # the example links a role must have been expected to reach for that
 
         def __post_init__(self) -> None:
@@ -369,7 +369,7 @@ def _links_into(model: Path | None, examples: Iterable[str]) -> Counter[str]:
     try:
         sample = read_sample(Path(folder or ".") / "sample.jsonl")
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise PolicyError("reach", f"needs the model folder's sample.jsonl: {e}") from None
+        raise PolicyError("reach", f"needs the model folder's sample.jsonl (or policy.reach = false): {e}") from None
     return Counter(anchor_role(apath) for page in sample for apath, urls in page.groups.items()
                    for url in urls if (canonicalize(url) or url) in wanted)
 
