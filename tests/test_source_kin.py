@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from frontier.source.kin import anchor_role, in_link_profiles, kin_clusters, pooled_roles, role_shares
+from frontier.source.kin import anchor_role, example_reach, in_link_profiles, kin_clusters, pooled_roles, role_shares
 from frontier.source.navigation import NavigationTable, Row
 from frontier.source.scores import novelty, target_link_scores
 
@@ -132,3 +132,14 @@ def test_the_target_part_of_a_link_score_is_weighted_by_its_role_share() -> None
     assert got.tolist() == pytest.approx([0.5 * 0.45 + 0.05, 0.05])  # the hub part is kept whole
     assert target_link_scores(distributions, scores, [0, 1], [1.0, 1.0]).tolist() == pytest.approx(
         (distributions @ scores).tolist())
+
+
+def test_example_reach_demotes_a_role_that_missed_the_example_links_it_should_have_had() -> None:
+    # into targets 0/1: message 10 labelled links, older 2; 4 message links reached an example
+    reach = example_reach(table(), [0, 1], {"older": 1})
+    # rate = 1 / 12: message's 10 labelled links into the target should have reached 10/12 examples
+    assert reach == pytest.approx({"message": 1.0, "older": 1.0, "user": 1.0, "/html/body/div/a": 1.0})
+    strict = example_reach(table(), [0, 1], {"older": 1}, evidence=0.5)
+    assert strict == pytest.approx({"message": 1 / (10 / 12 + 1), "older": 1.0, "user": 1.0, "/html/body/div/a": 1.0})
+    assert example_reach(table(), [0, 1], {"message": 4})["older"] == 1.0  # 2·4/12 expected: no evidence
+    assert example_reach(table(), [0, 1], {}) == dict.fromkeys(reach, 1.0)  # no evidence: no demotion

@@ -89,6 +89,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model = train(pages, Params(min_df=1, eps=0.25), "forum.test")
     folder = tmp_path_factory.mktemp("model")
     model.save(folder)
+    (folder / "sample.jsonl").write_text("\n".join(page.to_json() for page in pages))
     return folder
 
 
@@ -257,3 +258,27 @@ def test_a_link_without_a_row_takes_its_anchor_role_s_rows_pooled(model_dir: Pat
     paper = SourceTarget(SourceTarget.Options(target_examples=[f"{SITE}/t/3"], backoff=False), model_dir)
     paper.on_fetched(page, 0.0)
     assert paper.priority(f"{SITE}/t/1", odd, None) == NO_ROW_LANE
+
+
+def test_reach_demotes_a_role_that_leads_into_the_target_but_never_to_an_example(model_dir: Path) -> None:
+    # no board lists threads 2, 11 and 20 (boards 0, 3, 6 list two threads, 1 and 4 three from 3·i),
+    # yet title links lead into the threads' clusters as often as related links, which reach them
+    examples = [f"{SITE}/t/2", f"{SITE}/t/11", f"{SITE}/t/20"]
+    board_page, thread_page = fetched(f"{SITE}/f?page=1"), fetched(f"{SITE}/t/7")
+
+    def ranks(policy: SourceTarget) -> tuple[float, float]:
+        policy.on_fetched(board_page, 0.0)
+        title = policy.priority(f"{SITE}/t/3", board_page.url, None)
+        policy.on_fetched(thread_page, 1.0)
+        related = policy.priority(f"{SITE}/t/8", thread_page.url, None)
+        return policy.lane_rank("h", title), policy.lane_rank("h", related)
+
+    title, related = ranks(SourceTarget(SourceTarget.Options(target_examples=examples, reach=False), model_dir))
+    # 7 of the 86 training links into threads reached an example: title's 23 should have reached 1.9
+    title_reach, related_reach = ranks(SourceTarget(SourceTarget.Options(
+        target_examples=examples, reach=True, reach_evidence=1.5), model_dir))
+    assert related_reach == pytest.approx(related)  # related links reached the examples: kept
+    assert title < -0.5 and title_reach > title / 2  # title links reached none: their target part demoted
+    assert title_reach > related_reach
+    too_few = SourceTarget(SourceTarget.Options(target_examples=examples, reach=True), model_dir)
+    assert ranks(too_few) == pytest.approx((title, related))  # 1.9 expected is below the default 3: no evidence

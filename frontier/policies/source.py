@@ -20,7 +20,7 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
   profile per anchor role and the centroid of the examples', :mod:`frontier.source.kin`) is a
   target too, so that the wanted type's other layouts are not mere hubs; ``kin`` above 1 keeps
   the examples' clusters only.
-  Three more rules of ours, each an option that ``false`` switches off (the paper's form):
+  Four more rules of ours, each an option that ``false`` switches off (the paper's form):
   ``roles``, a link's target part (Σ over target clusters of P·Score) is weighted by the share
   of the site's training links of its anchor role that led into a target cluster, so a row
   into a cluster that mixes types ranks by what its role usually leads to; ``backoff``, a link
@@ -29,7 +29,12 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
   a lane of its own past the table's; ``novelty``, a lane's score is multiplied by the
   smoothed share of its role's downloads whose body no earlier download had (an exact
   digest), so that of two anchor roles reaching the same pages (a page-number widget and an
-  "older" cursor) the one that keeps fetching aliases falls behind as the crawl goes. The
+  "older" cursor) the one that keeps fetching aliases falls behind as the crawl goes;
+  ``reach``, the target part of a role whose training links into the targets never reached an
+  example page although, at the rate of all roles, they should have reached ``reach_evidence``
+  (3) of them is demoted (:func:`frontier.source.kin.example_reach`, read from the
+  model folder's ``sample.jsonl``): such a role leads into a cluster where DBSCAN did not part
+  the wanted type from another (the blog's tag lists among its profiles). The
   lanes each URL was queued in and the digests of the bodies are kept in memory (a set of
   16-byte digests, a dict of the queued URLs), the role counts in ``state()``.
 
@@ -238,6 +243,8 @@ class SourceTarget(_Source):
         novelty: bool = True  # a row's links score × the share of its role's downloads that brought new content
         roles: bool = True  # a row's target part × the share of its anchor role's links that led into a target
         backoff: bool = True  # a link whose key has no row takes its anchor role's rows pooled over clusters
+        reach: bool = True  # a row's target part demoted when its role's training links missed the examples
+        reach_evidence: float = 3.0  # the example links a role must have been expected to reach for that
 
         def __post_init__(self) -> None:
             if not self.target_examples:
@@ -250,7 +257,7 @@ class SourceTarget(_Source):
 
     def __init__(self, options: SourceTarget.Options, model: Path | None) -> None:
         super().__init__(options, model)
-        from frontier.source.kin import anchor_role, kin_clusters, pooled_roles, role_shares
+        from frontier.source.kin import anchor_role, example_reach, kin_clusters, pooled_roles, role_shares
         from frontier.source.scores import target_cluster_scores, target_hits
 
         targets = []
@@ -275,6 +282,11 @@ class SourceTarget(_Source):
             self._agreement = np.concatenate([shares.by_row, [shares.by_role[role] for role in self._role_position]])
         else:
             self._agreement = np.ones(width)
+        if options.reach:
+            reach = example_reach(table, self.targets, _links_into(model, options.target_examples),
+                                  evidence=options.reach_evidence)
+            self._agreement = self._agreement * np.array(
+                [reach[anchor_role(row.apath)] for row in table.rows] + [reach[role] for role in self._role_position])
         self.novelty = options.novelty
         self._queued: dict[str, int] = {}  # URL → the row lane it was queued in, until it is fetched
         self._contents: set[bytes] = set()  # digests of the bodies fetched
@@ -344,6 +356,22 @@ class SourceTarget(_Source):
         roles = orjson.loads(state).get("roles", {}) if state else {}
         for i, role in enumerate(self.roles):  # a role the model does not have is another model's
             self.role_downloads[i], self.role_repeats[i] = roles.get(role, (0.0, 0.0))
+
+
+def _links_into(model: Path | None, examples: Iterable[str]) -> Counter[str]:
+    """Per anchor role, the training links whose destination is one of the ``examples``, read from the
+    model folder's ``sample.jsonl`` (the training sample's link groups); PolicyError when it has none."""
+    from frontier.source.kin import anchor_role
+    from frontier.source.train import read_sample
+
+    folder = model if model is None or model.is_dir() else model.parent
+    wanted = {canonicalize(url) or url for url in examples}
+    try:
+        sample = read_sample(Path(folder or ".") / "sample.jsonl")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PolicyError("reach", f"needs the model folder's sample.jsonl (or policy.reach = false): {e}") from None
+    return Counter(anchor_role(apath) for page in sample for apath, urls in page.groups.items()
+                   for url in urls if (canonicalize(url) or url) in wanted)
 
 
 def load_model(model: Path | None, name: str) -> Model:
