@@ -6,7 +6,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 BENCH_DEPS := $(VENV)/.bench-installed
 
-.PHONY: setup crawl test bench bench-crawl bench-fetchers bench-politeness bench-raw bench-overhead bench-scrapy
+.PHONY: setup browser crawl test bench bench-crawl bench-fetchers bench-politeness bench-raw bench-overhead bench-scrapy
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -27,8 +27,15 @@ CRAWL_ARGS ?= --out out/demo-$(shell date +%Y%m%d-%H%M%S)
 crawl: setup
 	$(VENV)/bin/crawl run $(CRAWL_ARGS)
 
+# The tests that look at a page (the dashboard, the crawl report) run Debian's Chromium headless, driven by Playwright
+# (tests/browser.py); Playwright's own browser download does not work on a closed network, so the package manager's.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+browser:
+	@test -x /usr/bin/chromium || $(SUDO) apt-get install -y -q chromium \
+	    || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
+
 # mypy first ([tool.mypy] in pyproject.toml: the crawler's packages under --strict), then the tests.
-test: setup $(BENCH_DEPS)
+test: setup $(BENCH_DEPS) browser
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q
 
