@@ -45,6 +45,7 @@ class Checkpointer:
         self.count = 0
         self.seconds = 0.0
         self.resumed: dict[str, float] = {}
+        self.restored_live: list[str] | None = None  # the live machines its ring was over at the checkpoint
 
     def checkpoint(self) -> None:
         started = time.monotonic()
@@ -55,7 +56,8 @@ class Checkpointer:
             "warc": warc_sizes(self.warc, self.prefix),
             "inbox": {str(k): list(v) for k, v in read.items()},
             "policy_inbox": {str(k): list(v) for k, v in self.router.mail_positions().items()},
-            "skip": sorted(self.fetchers.skip),  # stored after an earlier checkpoint, maybe still queued in this one
+            "skip": sorted(self.fetchers.skip),  # stored after an earlier checkpoint, or by a machine gone
+            "live": list(self.router.live),  # the machines whose hosts it took over are not among them
         }
         self.crew.frontier.checkpoint(started, extra)
         self.router.committed(read)
@@ -86,6 +88,7 @@ class Checkpointer:
         if extra:
             crew.stats.restore(extra["stats"])
             skip.update(extra.get("skip", ()))
+            self.restored_live = extra.get("live") or None
             self.router.resume_reading({int(k): (v[0], v[1]) for k, v in extra["inbox"].items()},
                                        {int(k): (v[0], v[1]) for k, v in extra.get("policy_inbox", {}).items()})
         if not extra and not warc_sizes(self.warc, self.prefix):

@@ -3,11 +3,21 @@
 Each machine's supervisor (``engine/supervisor.py``) joins the crawl named ``cluster.crawl_id``
 on a NATS JetStream server. Its members live in the key-value bucket ``crawl-ID``, one key per
 machine (its node name) holding an :class:`Entry`, put again every :data:`HEARTBEAT` seconds;
-the bucket's TTL (:data:`TTL`) lets the entry of a machine that stopped beating vanish. The live
+the bucket's TTL (``cluster.ttl``) lets the entry of a machine that stopped beating vanish. The live
 view of the crawl is the bucket's keys. A machine waits until ``cluster.size`` members are there,
-then fixes the ring (``engine/ownership.py: GlobalRing``) from the sorted member list and writes
-it into its manifest: the ring stays the same for the crawl's life (a machine leaving or joining
-mid-crawl is not handled yet).
+then builds the ring (``engine/ownership.py: GlobalRing``) from the sorted member list and writes
+it into its manifest.
+
+**A machine leaving** (issue 17, item 4): when a member's entry expires (no beat for
+``cluster.ttl`` seconds: it died, or lost the server), every other machine sees its key gone
+from the same bucket, and so builds the same ring over the members still live (:func:`still_live`:
+the live set only shrinks, so every machine goes through the same rings). The machine that left
+owns no host any more; its places in the ring, which name spools and subjects, stay. The
+survivors' agents take its hosts over (``engine/takeover.py``); each entry says the live set its
+machine crawls by (``live``), and a machine that finds itself left out of another's stops: it
+cannot come back into a crawl that gave its hosts away (rejoining is not built). A machine that
+cannot put its entry for half the TTL stops too (``engine/supervisor.py``), so that by the time
+the others take its hosts it fetches nothing.
 
 Links between machines travel in the stream ``crawl-ID-links`` (``engine/bridge.py``), subject
 ``crawl.ID.links.NODE.I`` per receiving agent, work-queue retention: a message is gone once its
@@ -28,7 +38,7 @@ stop on seeing that.
 **A stop** of one machine for any other reason (``max_pages`` or ``max_seconds`` on its own
 count and clock, a signal, the control API) is put in its entry too, and stops the others: the
 crawl stops as one and resumes as one (``--resume`` on every machine). Only a machine that dies
-says nothing; the others wait for it to come back.
+says nothing; the others take over its hosts once its entry expires.
 """
 
 from __future__ import annotations
@@ -43,14 +53,13 @@ from typing import TYPE_CHECKING
 import orjson
 
 from engine.config import ClusterConfig
-from engine.ownership import Member
+from engine.ownership import GlobalRing, Member
 
 if TYPE_CHECKING:  # nats is imported when a machine joins: a crawl on one machine never pays for it
     from nats.aio.client import Client
     from nats.js import JetStreamContext
     from nats.js.kv import KeyValue
 
-TTL = 10.0  # seconds an entry lives without a beat
 HEARTBEAT = 0.5  # seconds between two puts of a machine's entry
 
 
@@ -86,6 +95,7 @@ class Entry:
     received: dict[str, list[int]] = field(default_factory=dict)  # another machine's spool -> taken in to
     stop: str = ""  # why this machine stopped the crawl: "done" (it saw the whole crawl over), or its own reason
     pages: int = 0  # pages its agents have stored, for ``crawl status --cluster``
+    live: list[str] = field(default_factory=list)  # the machines whose agents its ring is made of
 
     @property
     def state(self) -> str:
@@ -100,19 +110,32 @@ class Entry:
         return cls(**orjson.loads(data))
 
 
-def crawl_over(before: Mapping[str, Entry], now: Mapping[str, Entry], members: Sequence[Member]) -> bool:
-    """Whether two successive views of the entries show a finished crawl (see the module's docstring)."""
-    if any(e.stop == "done" for e in now.values()):
+def still_live(ring: GlobalRing, view: Mapping[str, Entry]) -> tuple[str, ...]:
+    """The machines of ``ring`` still live in ``view``: never one that left before (the live set only
+    shrinks, so every machine goes through the same rings), and never none (this machine is in its view)."""
+    return tuple(node for node in ring.live if node in view)
+
+
+def left_out(node: str, view: Mapping[str, Entry]) -> list[str]:
+    """The live machines whose ring has left ``node`` out (they took its hosts over)."""
+    return sorted(e.node for e in view.values() if e.live and node not in e.live and e.node != node and not e.stop)
+
+
+def crawl_over(before: Mapping[str, Entry], now: Mapping[str, Entry], ring: GlobalRing) -> bool:
+    """Whether two successive views of the entries show a finished crawl (see the module's docstring):
+    the machines that count are ``ring.live``, the spools those that lead to one of their agents."""
+    nodes = set(ring.live)
+    if any(e.stop == "done" for node, e in now.items() if node in nodes):
         return True
-    nodes = {node for node, _ in members}
-    if set(before) != nodes or set(now) != nodes:
+    if not nodes <= set(before) or not nodes <= set(now):
         return False  # a member missing (not joined, or its entry expired): not over
     for node in nodes:
         a, b = before[node], now[node]
         if not (a.quiet and b.quiet) or b.beat <= a.beat or (a.published, a.received) != (b.published, b.received):
             return False
-    received = {key: position for e in now.values() for key, position in e.received.items()}
-    return all(received.get(key) == position for e in now.values() for key, position in e.published.items())
+    received = {key: position for node in nodes for key, position in now[node].received.items()}
+    return all(received.get(key) == position for node in nodes for key, position in now[node].published.items()
+               if ring.agents_list[int(key.rsplit(">", 1)[1])][0] in nodes)
 
 
 Beats = dict[str, tuple[int, float]]  # node -> (its beat number, monotonic time this machine first saw it)
@@ -201,7 +224,7 @@ class Cluster:
             raise ClusterError(f"cannot reach the NATS server at {self.config.url}: {e!r}") from None
         self._js = self.nc.jetstream()
         crawl = self.config.crawl_id
-        self._kv = await self._js.create_key_value(bucket=bucket_name(crawl), ttl=TTL, history=1)
+        self._kv = await self._js.create_key_value(bucket=bucket_name(crawl), ttl=self.config.ttl, history=1)
         await self._js.add_stream(name=stream_name(crawl), subjects=[f"crawl.{crawl}.links.>"],
                                   retention=RetentionPolicy.WORK_QUEUE, storage=StorageType.FILE)
 

@@ -180,6 +180,8 @@ class ClusterConfig:
     size: int = _doc(0, "how many machines the crawl has: each waits for them all before it crawls (the same on every machine)")
     crawl_id: str = _doc("crawl", "the crawl's name on the server (letters, digits, - and _): the same on every machine of one crawl")
     join_timeout: float = _doc(300.0, "seconds to wait for the other machines to join before giving up")
+    ttl: float = _doc(10.0, "seconds a machine's entry lives without a beat (every 0.5 s): a machine silent that long has left, and the others take its hosts (the same on every machine; above the host delay)")
+    machines_root: str = _doc("", "the shared folder holding every machine's output folder, each named after its node, where the survivors read a machine that left (its WARC files); empty = the parent of this machine's --out")
 
 
 @dataclass
@@ -434,6 +436,8 @@ def _validate_cluster(cluster: ClusterConfig) -> None:
         raise ConfigError("cluster.crawl_id", f"letters, digits, - and _ only, got {cluster.crawl_id!r}")
     if cluster.join_timeout <= 0:
         raise ConfigError("cluster.join_timeout", f"must be positive, got {cluster.join_timeout}")
+    if cluster.ttl < 1.0:  # a few heartbeats at least, or a busy machine would be taken for gone
+        raise ConfigError("cluster.ttl", f"must be at least 1 second (a beat every 0.5 s), got {cluster.ttl}")
 
 
 def _validate_quality(quality: QualityConfig) -> None:

@@ -29,7 +29,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from engine.content import decode_body
 from engine.parse import HTML_TYPES, LinkRules, extract_links, parse_location
@@ -81,28 +81,33 @@ def replay(
     Call it after the archive has repaired its files (torn tails cut, ``.open`` files
     finished), so that every record read is whole.
     """
-    from warcio.archiveiterator import ArchiveIterator  # only a resumed agent pays for the import
-
     for path in warc_files(directory, prefix):
         start = since.get(path.name.removesuffix(OPEN_SUFFIX), 0)
         if start >= path.stat().st_size:
             continue
         with open(path, "rb") as f:
             f.seek(start)
-            stored: _Stored | None = None  # the records of one fetch are written together, in this order
-            for record in ArchiveIterator(f):
-                kind, headers = record.rec_type, record.rec_headers
-                if kind == "metadata" and stored is not None and headers.get_header("WARC-Concurrent-To") == stored.record_id:
-                    yield stored.replayed(links_of(metadata_fields(record.content_stream().read())))
-                    stored = None
-                elif kind in ("response", "revisit"):
-                    if stored is not None:
-                        yield stored.replayed(stored.body_links())
-                    url = headers.get_header("WARC-Target-URI")
-                    links = _body_links(record, url, rules, max_body_bytes)
-                    stored = _Stored(url, headers.get_header("WARC-Record-ID"), links) if url else None
+            yield from replay_file(f, rules=rules, max_body_bytes=max_body_bytes)
+
+
+def replay_file(f: BinaryIO, *, rules: LinkRules, max_body_bytes: int) -> Iterator[Replayed]:
+    """What :func:`replay` yields for one WARC file, read from ``f``'s position to its end (whole records)."""
+    from warcio.archiveiterator import ArchiveIterator  # only a resumed agent pays for the import
+
+    stored: _Stored | None = None  # the records of one fetch are written together, in this order
+    for record in ArchiveIterator(f):
+        kind, headers = record.rec_type, record.rec_headers
+        if kind == "metadata" and stored is not None and headers.get_header("WARC-Concurrent-To") == stored.record_id:
+            yield stored.replayed(links_of(metadata_fields(record.content_stream().read())))
+            stored = None
+        elif kind in ("response", "revisit"):
             if stored is not None:
                 yield stored.replayed(stored.body_links())
+            url = headers.get_header("WARC-Target-URI")
+            links = _body_links(record, url, rules, max_body_bytes)
+            stored = _Stored(url, headers.get_header("WARC-Record-ID"), links) if url else None
+    if stored is not None:
+        yield stored.replayed(stored.body_links())
 
 
 def _body_links(record: Any, url: str, rules: LinkRules, limit: int) -> Callable[[], list[str]]:

@@ -35,10 +35,13 @@ class LinkRouter:
     over the agents of every machine (``GlobalRing``); a link of another machine's agent goes to the
     spool ``OUT/remote/III-GGG`` (GGG: that agent's place in the ring), which the supervisor's bridge
     publishes (``engine/bridge.py``), and links from other machines arrive in this agent's inbox as
-    from sender ``BRIDGE``."""
+    from sender ``BRIDGE``. The ring is over the ``live`` machines (all members by default); when one
+    leaves, :meth:`leave` makes the ring of the others, and until then the links that reach this
+    agent for a host it does not own (sent by an agent that made the new ring first) are held, not
+    queued: the takeover (``engine/takeover.py``) must know which of their pages are stored already."""
 
     def __init__(self, crew: Crew, links: Path, index: int, agents: int,
-                 members: list[Member] | None = None, node: str = "") -> None:
+                 members: list[Member] | None = None, node: str = "", live: Sequence[str] | None = None) -> None:
         self.crew = crew
         self.index, self.agents = index, agents
         self.ring: HashRing = HashRing(agents)
@@ -46,8 +49,10 @@ class LinkRouter:
         self._routes = list(range(agents))
         senders = peers(index, agents)
         self.remote: Outbox | None = None
+        self.members = members
+        self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
         if members is not None:
-            ring = self.ring = GlobalRing(members)
+            ring = self.ring = GlobalRing(members, live)
             self._routes = [i if n == node else -1 - g for g, (n, i) in enumerate(ring.agents_list)]
             senders.append(BRIDGE)
             self.remote = Outbox(links.parent / "remote", index, [g for g, (n, _) in enumerate(ring.agents_list) if n != node])
@@ -83,6 +88,23 @@ class LinkRouter:
             slash = url.find("/", 8)
             who = self.owner(url if slash < 0 else url[:slash])
         return who
+
+    def leave(self, live: Sequence[str]) -> None:
+        """Route by the ring over the ``live`` machines from now on."""
+        assert self.members is not None
+        self.ring = GlobalRing(self.members, live)
+        self._owners.clear()
+
+    @property
+    def live(self) -> tuple[str, ...]:
+        """The machines the ring is made of (none on one machine)."""
+        return self.ring.live if isinstance(self.ring, GlobalRing) else ()
+
+    def release_held(self) -> None:
+        """Route again the links held back for hosts this agent did not own when they came."""
+        held, self.held = self.held, []
+        for parent, links, contexts in held:
+            self.discover(links, parent, contexts)
 
     def mine(self, urls: Sequence[str]) -> list[str]:
         """The URLs this agent owns."""
@@ -143,12 +165,26 @@ class LinkRouter:
             self.flush()
             received = False
             for parent, links, contexts in self.inbox.poll():
+                if self.members is not None:
+                    links, contexts = self._hold_theirs(parent, links, contexts)
                 received |= bool(crew.frontier.discover(links, parent, contexts))
             if self.mail_out is not None and self.mail_in is not None:
                 received |= self._mail(time.monotonic())
             if received:
                 crew.distributor_alarm.fire()
             await asyncio.sleep(EXCHANGE_PERIOD)
+
+    def _hold_theirs(self, parent: str, links: list[str], contexts: list[LinkContext] | None
+                     ) -> tuple[list[str], list[LinkContext] | None]:
+        """The links this agent owns; the others (from a sender already on a newer ring) held."""
+        me = self.index
+        owners = [self.owner_of(url) for url in links]
+        if all(who == me for who in owners):
+            return links, contexts
+        keep = [i for i, who in enumerate(owners) if who == me]
+        rest = [i for i, who in enumerate(owners) if who != me]
+        self.held.append((parent, [links[i] for i in rest], [contexts[i] for i in rest] if contexts is not None else None))
+        return [links[i] for i in keep], [contexts[i] for i in keep] if contexts is not None else None
 
     async def tick(self) -> None:
         """A one-agent crawl's policy timer (with several agents, the exchange ticks it), until the agent stops."""
@@ -177,7 +213,8 @@ class LinkRouter:
     @property
     def pending(self) -> bool:
         """Links buffered for another agent, not written yet."""
-        return (self.outbox is not None and self.outbox.pending) or (self.remote is not None and self.remote.pending)
+        return ((self.outbox is not None and self.outbox.pending) or (self.remote is not None and self.remote.pending)
+                or bool(self.held))
 
     def flush(self) -> None:
         if self.outbox is not None:

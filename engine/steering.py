@@ -1,4 +1,5 @@
-"""The control API's commands, as one agent applies them: pause, resume, new seeds, live settings.
+"""The control API's commands, as one agent applies them: pause, resume, new seeds, live settings;
+and, in a crawl over several machines, the ring of the machines still live (``engine/takeover.py``).
 
 The supervisor fans each command out to every agent (``engine/channel.py``); the keys a live
 change may touch are ``engine/control.py: LIVE_KEYS``, already checked there. Writes the
@@ -8,6 +9,7 @@ configuration, the crew's filters and run flag, the frontier's delays and schedu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from engine.crew import Crew
@@ -19,10 +21,12 @@ from frontier.filters import PhaseFilters
 class Steering:
     """Applies commands to one agent."""
 
-    def __init__(self, crew: Crew, fetchers: Fetchers, router: LinkRouter) -> None:
+    def __init__(self, crew: Crew, fetchers: Fetchers, router: LinkRouter,
+                 leave: Callable[[list[str]], None] | None = None) -> None:
         self.crew = crew
         self.fetchers = fetchers
         self.router = router
+        self.leave = leave  # a machine left a crawl over several: the live machines' ring (Agent.take_over)
 
     def obey(self, command: dict[str, Any]) -> None:
         crew = self.crew
@@ -37,6 +41,8 @@ class Steering:
                 crew.distributor_alarm.fire()
         elif cmd == "config":
             self.reconfigure(command["changes"])
+        elif cmd == "ring" and self.leave is not None:
+            self.leave(command["live"])
 
     def reconfigure(self, changes: dict[str, Any]) -> None:
         crew = self.crew

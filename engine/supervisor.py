@@ -27,7 +27,11 @@ supervisor
   over every machine's agents from them), runs the bridge that carries links to and from the
   other machines (``engine/bridge.py``), beats its entry with its quiet state and the positions of
   its spools to and from them, and ends the crawl when every machine is quiet and every spool
-  taken in, not when its own agents are; a stop of one machine stops them all;
+  taken in, not when its own agents are; a stop of one machine stops them all. When another
+  machine's entry expires, it tells its agents the machines still live, and they take the hosts of
+  the one gone over (``engine/takeover.py``); when it cannot put its own entry for half the TTL,
+  it stops its crawl (``cut off``), so that no host is fetched by two machines once the others
+  take its hosts;
 * **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
   :class:`~engine.control.Controllable`, fanning each command out to the agents and answering
   once every agent has applied it. Paused state, added seeds and live settings are kept in
@@ -144,6 +148,8 @@ class Supervisor:
 
             self.cluster = Cluster(config.cluster, agents)
         self.members: list[Member] | None = None
+        self.ring: GlobalRing | None = None  # over the live machines (engine/cluster.py: still_live)
+        self.departures: list[dict[str, Any]] = []  # machines that left, for stats.json
         self.bridge: Bridge | None = None
         self.quiet = False  # with a cluster: this machine has nothing to do, send or read (check_end)
         self.view: dict[str, Entry] = {}  # the machines' entries as beat_loop last read them, for GET /status
@@ -212,7 +218,9 @@ class Supervisor:
         return EXIT_STORE_FULL if self.full is not None else 1 if self.failed else 0
 
     def write_manifest(self) -> None:
-        members = {"members": self.members} if self.members is not None else {}
+        members: dict[str, Any] = {"members": self.members} if self.members is not None else {}
+        if self.ring is not None:
+            members["live"] = list(self.ring.live)
         write_json(self.out / MANIFEST, {"version": 1, "agents": len(self.agents), "config": describe(self.config),
                                          "seeds": self.seeds, **members})
 
@@ -221,16 +229,24 @@ class Supervisor:
         and make the bridge over the ring they give."""
         from engine.bridge import Bridge
 
+        from engine.cluster import ClusterError, left_out
+
         await cluster.connect()
+        c = self.config.cluster
         manifest = self.out / MANIFEST
-        previous = orjson.loads(manifest.read_bytes()).get("members") if self.resuming and manifest.exists() else None
-        if previous is not None:
-            self.members = [(node, agents) for node, agents in previous]
-            await cluster.beat()
+        saved = orjson.loads(manifest.read_bytes()) if self.resuming and manifest.exists() else {}
+        if "members" in saved:
+            if others := left_out(c.node, await cluster.view()):
+                await cluster.close()
+                raise ClusterError(f"machine {c.node} left crawl {c.crawl_id!r} (its entry expired) and "
+                                   f"{', '.join(others)} took its hosts over; it cannot rejoin it")
+            self.members = [(node, agents) for node, agents in saved["members"]]
+            self.ring = GlobalRing(self.members, saved.get("live"))
+            await cluster.beat(live=list(self.ring.live))
         else:
             self.members = await cluster.wait_members()
-        c = self.config.cluster
-        self.bridge = Bridge(cluster.js, self.out, c.crawl_id, c.node, len(self.agents), GlobalRing(self.members))
+            self.ring = GlobalRing(self.members)
+        self.bridge = Bridge(cluster.js, self.out, c.crawl_id, c.node, len(self.agents), self.ring)
 
     def agents_reason(self) -> str:
         """Why the agents stopped by themselves (a lone agent checks ``engine.max_pages`` itself)."""
@@ -248,21 +264,32 @@ class Supervisor:
         self.stop_crawl("cluster failing")
 
     async def beat_loop(self) -> None:
-        """Put this machine's entry every heartbeat; stop the crawl once every machine's shows it over,
-        or another machine stopped (engine/cluster.py: a crawl over machines stops as one)."""
-        from engine.cluster import HEARTBEAT, crawl_over, note_beats
+        """Put this machine's entry every heartbeat; follow the machines that leave; stop the crawl once
+        every live machine's entry shows it over, or another stopped (a crawl over machines stops as one)."""
+        from engine.cluster import HEARTBEAT, crawl_over, left_out, note_beats, still_live
 
-        assert self.cluster is not None and self.bridge is not None and self.members is not None
+        assert self.cluster is not None and self.bridge is not None and self.ring is not None
+        node, fence = self.config.cluster.node, self.config.cluster.ttl / 2
         before: dict[str, Entry] = {}
         while True:
-            await self.cluster.beat(quiet=self.quiet, published=dict(self.bridge.published),
-                                    received=dict(self.bridge.received), stop=self.stop_reason,
-                                    pages=self.total().pages)
-            view = await self.cluster.view()
+            try:  # fenced: past half the TTL without a beat, the others may soon take this machine's hosts
+                await asyncio.wait_for(self.beat(), fence)
+                view = await asyncio.wait_for(self.cluster.view(), fence)
+            except TimeoutError:
+                self.failed = True
+                self.stop_crawl(f"cut off: no beat put for {fence:g} s")
+                return
+            live = still_live(self.ring, view)
+            if live != self.ring.live and not self.stopping:
+                self.leave(live)  # before the beats of the machines gone are forgotten
             self.view, self.beats = view, note_beats(self.beats, view, time.monotonic())
             if not self.stopping:
-                other = next((e for e in view.values() if e.stop and e.node != self.config.cluster.node), None)
-                if crawl_over(before, view, self.members):
+                others = left_out(node, view)
+                other = next((e for n, e in view.items() if e.stop and n != node and n in live), None)
+                if others:
+                    self.failed = True
+                    self.stop_crawl(f"left out of the crawl by {', '.join(others)}")
+                elif crawl_over(before, view, self.ring):
                     self.stop_crawl("done")
                 elif other is not None:
                     self.stop_crawl(f"machine {other.node}: {other.stop}")
@@ -270,6 +297,27 @@ class Supervisor:
                     await self.cluster.beat(stop=self.stop_reason)
             before = view
             await asyncio.sleep(HEARTBEAT)
+
+    async def beat(self) -> None:
+        assert self.cluster is not None and self.bridge is not None and self.ring is not None
+        await self.cluster.beat(quiet=self.quiet, published=dict(self.bridge.published),
+                                received=dict(self.bridge.received), stop=self.stop_reason,
+                                pages=self.total().pages, live=list(self.ring.live))
+
+    def leave(self, live: tuple[str, ...]) -> None:
+        """Machines left (their entries expired): crawl by the ring over ``live``. The manifest says it
+        first (a restarted agent reads it there), then every agent is told, and takes its share over."""
+        assert self.ring is not None and self.members is not None
+        gone = sorted(set(self.ring.live) - set(live))
+        seen = {n: round(time.monotonic() - self.beats[n][1], 3) for n in gone if n in self.beats}
+        self.ring = GlobalRing(self.members, live)
+        self.update_manifest()
+        for agent in self.agents:
+            self.send(agent, {"cmd": "ring", "live": list(live)})
+        self.departures.append({"gone": gone, "live": list(live), "seconds_since_last_beat": seen,
+                                "crawl_seconds": round(time.monotonic() - self.started, 3)})
+        print(f"crawl: machine {', '.join(gone)} left (no beat for {self.config.cluster.ttl:g} s); "
+              f"its hosts go to {', '.join(live)}", file=sys.stderr, flush=True)
 
     def update_manifest(self) -> None:
         """Rewrite the manifest while the crawl runs; no room for it stops the crawl (``store_full``)."""
@@ -575,6 +623,7 @@ class Supervisor:
         """``stats.json``'s ``cluster``: this machine, the members, the messages of links it exchanged."""
         assert self.bridge is not None
         return {"node": self.config.cluster.node, "members": self.members,
+                "live": list(self.ring.live) if self.ring is not None else [], "departures": self.departures,
                 "messages_sent": self.bridge.messages_sent, "messages_received": self.bridge.messages_received}
 
     def full_report(self) -> dict[str, Any]:

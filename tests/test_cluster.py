@@ -15,13 +15,15 @@ import orjson
 import pytest
 
 from engine.bridge import Bridge
-from engine.cluster import Cluster, ClusterError, Entry, crawl_over, machines, note_beats, stream_name
+from engine.cluster import (Cluster, ClusterError, Entry, crawl_over, left_out, machines, note_beats, still_live,
+                            stream_name)
 from engine.config import ClusterConfig
 from engine.link_exchange import BRIDGE, Inbox, Outbox
 from engine.ownership import GlobalRing
 from tests.nats_server import nats_server
 
 MEMBERS = [("a", 1), ("b", 1)]
+RING = GlobalRing(MEMBERS)
 
 
 @pytest.fixture
@@ -112,17 +114,36 @@ def entries(**state: tuple[int, bool, dict[str, list[int]], dict[str, list[int]]
 def test_the_crawl_is_over_only_on_two_quiet_views_whose_spools_are_taken_in_to_where_published() -> None:
     a, b = {AB: [1, 300]}, {BA: [1, 200]}
     before = entries(a=(1, True, a, b), b=(1, True, b, a))
-    assert crawl_over(before, entries(a=(2, True, a, b), b=(2, True, b, a)), MEMBERS)
-    assert not crawl_over(before, entries(a=(2, True, a, b), b=(1, True, b, a)), MEMBERS)  # b did not beat again
+    assert crawl_over(before, entries(a=(2, True, a, b), b=(2, True, b, a)), RING)
+    assert not crawl_over(before, entries(a=(2, True, a, b), b=(1, True, b, a)), RING)  # b did not beat again
     moved = {AB: [1, 400]}
-    assert not crawl_over(before, entries(a=(2, True, a, b), b=(2, True, b, moved)), MEMBERS)  # b took in more since
-    assert not crawl_over(before, entries(a=(2, True, a, b), b=(2, False, b, a)), MEMBERS)
-    assert not crawl_over(before, entries(a=(2, True, a, b)), MEMBERS)  # b's entry expired
+    assert not crawl_over(before, entries(a=(2, True, a, b), b=(2, True, b, moved)), RING)  # b took in more since
+    assert not crawl_over(before, entries(a=(2, True, a, b), b=(2, False, b, a)), RING)
+    assert not crawl_over(before, entries(a=(2, True, a, b)), RING)  # b's entry expired
     behind = {AB: [1, 100]}  # a's last message to b is still in the stream
     stuck = entries(a=(1, True, a, b), b=(1, True, b, behind))
-    assert not crawl_over(stuck, entries(a=(2, True, a, b), b=(2, True, b, behind)), MEMBERS)
+    assert not crawl_over(stuck, entries(a=(2, True, a, b), b=(2, True, b, behind)), RING)
     done = {**entries(a=(2, False, {}, {})), "b": Entry("b", 1, 3, stop="done")}
-    assert crawl_over({}, done, MEMBERS)
+    assert crawl_over({}, done, RING)
+
+
+def test_after_a_machine_left_the_end_needs_only_the_live_ones_and_their_spools_between_them() -> None:
+    three = [("a", 1), ("b", 1), ("c", 1)]
+    a, c = {"a.0>2": [1, 300], "a.0>1": [1, 50]}, {"c.0>0": [1, 200], "c.0>1": [1, 70]}  # to b: never taken in
+    from_c, from_a = {"c.0>0": [1, 200]}, {"a.0>2": [1, 300]}
+    view = lambda beat: {"a": Entry("a", 1, beat, True, a, from_c), "c": Entry("c", 1, beat, True, c, from_a)}  # noqa: E731
+    assert not crawl_over(view(1), view(2), GlobalRing(three)), "b's entry expired: the ring with b is not over"
+    left = GlobalRing(three, still_live(GlobalRing(three), view(2)))
+    assert left.live == ("a", "c")
+    assert crawl_over(view(1), view(2), left), "the spools to b, the machine gone, do not count"
+    behind = {"a": Entry("a", 1, 2, True, a, from_c), "c": Entry("c", 1, 2, True, c, {"a.0>2": [1, 100]})}
+    assert not crawl_over(view(1), behind, left)
+    # b comes back: the live set does not grow again, and b sees it was left out; its stop counts for no one
+    back = {**view(3), "b": Entry("b", 1, 1, stop="left out", live=["a", "b", "c"])}
+    back["a"] = Entry("a", 1, 3, True, a, from_c, live=["a", "c"])
+    assert still_live(left, back) == ("a", "c")
+    assert left_out("b", back) == ["a"] and left_out("a", back) == []
+    assert not crawl_over({}, {**view(2), "b": Entry("b", 1, 1, stop="done")}, left), "b's word counts no more"
 
 
 async def wait_for(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]

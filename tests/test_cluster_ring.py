@@ -1,6 +1,8 @@
 """The ring over the agents of several machines (engine/ownership.py: GlobalRing) is a pure
 function of the member list: the same on every machine, whatever order members joined in, and a
-machine joining takes about its share of the hosts, all from the others, and moves none between them."""
+machine joining takes about its share of the hosts, all from the others, and moves none between them;
+a machine leaving gives its hosts to the live machines and moves no other host, and keeps its places
+(the names of the spools and subjects)."""
 
 from __future__ import annotations
 
@@ -43,6 +45,24 @@ def test_a_join_moves_only_the_newcomers_share(machines: dict[str, int], newcome
     assert moved / len(HOSTS) >= share * 0.5 - 0.02
 
 
+@settings(max_examples=25, deadline=None)
+@given(members, st.data())
+def test_a_leave_moves_only_the_leavers_hosts_to_the_live_machines(machines: dict[str, int], data) -> None:  # type: ignore[no-untyped-def]
+    if len(machines) < 2:
+        return
+    listed = list(machines.items())
+    gone = set(data.draw(st.lists(st.sampled_from(sorted(machines)), min_size=1, max_size=len(machines) - 1, unique=True)))
+    live = [node for node in machines if node not in gone]
+    before, after = GlobalRing(listed), GlobalRing(listed, live)
+    assert after.agents_list == before.agents_list and after.live == tuple(sorted(live))
+    assert GlobalRing(listed[::-1], live[::-1]).live == after.live
+    for host in HOSTS[:600]:
+        old, new = before.agents_list[before.owner(host)], after.agents_list[after.owner(host)]
+        assert new[0] in live, f"{host} owned by {new}, a machine that left"
+        if old[0] not in gone:
+            assert new == old, f"{host} of a live machine moved from {old} to {new}"
+
+
 def test_one_machine_keeps_the_one_machine_ring() -> None:
     assert [HashRing(3).owner(h) for h in HOSTS[:200]] == [HashRing(3, ["0", "1", "2"]).owner(h) for h in HOSTS[:200]]
     ring = GlobalRing([("a", 1)])
@@ -53,3 +73,9 @@ def test_one_machine_keeps_the_one_machine_ring() -> None:
 def test_bad_members_are_refused(bad: list[tuple[str, int]]) -> None:
     with pytest.raises(ValueError):
         GlobalRing(bad)
+
+
+@pytest.mark.parametrize("live", [[], ["c"]])
+def test_live_machines_must_be_members(live: list[str]) -> None:
+    with pytest.raises(ValueError):
+        GlobalRing([("a", 1), ("b", 1)], live)

@@ -1,0 +1,119 @@
+"""A machine leaving a crawl over several (issue 17, item 4): how one surviving agent takes its hosts.
+
+When a machine's entry expires (``engine/cluster.py``), every survivor's supervisor tells its
+agents which machines are still live; each agent then routes by the ring over those
+(``LinkRouter.leave``), in which the hosts of the machine gone belong to the survivors' agents and
+no other host moves. What the machine gone had queued for those hosts is **re-derived**, not
+carried over: every URL queued anywhere was a seed, or a link or redirect target of a page some
+machine stored, and every stored page is in its machine's WARC files, with a metadata record
+listing the links as they were discovered. So an agent taking hosts over (:func:`take_over`)
+
+1. reads the WARC files of each machine gone, on shared storage (``cluster.machines_root/NODE``;
+   on one box, that machine's ``--out`` folder): a page stored there whose host it now owns goes
+   into its skip set (``Fetchers.skip``: never fetched again), and every link it now owns is
+   discovered (its sieve drops those it knew);
+2. reads its own WARC files: every link to a host that moved is routed again, by the new ring, to
+   its new owner (itself, another agent of its machine, another machine's through the bridge).
+   This covers the links it had sent to the machine gone (in a spool, in the stream, in that
+   machine's inbox or frontier), all lost with it: a page is stored before its links are routed;
+3. discovers the seeds it now owns;
+4. routes the links it held back (``LinkRouter.held``): those that reached it for a host it did not
+   own yet, from an agent that switched first. Held until now, none can be queued before step 1 put
+   the stored pages into the skip set.
+
+The agent checkpoints right after, so the skip set and what reached its sieve survive a crash.
+
+*Why re-derive, and not keep every discovered URL in a JetStream stream by host bucket for a new
+owner to replay:* that would put every link of the crawl through the broker and keep it for the
+crawl's life, where the exchange carries only the links that cross machines; the WARC files are
+already there, already the record of what was stored, and the only way to know which pages not to
+fetch again. The price is reading archives (metadata records: no parsing) once per departure:
+each surviving agent reads its own archive and that of the machines gone. On one box the shared
+storage is the machines' output folders side by side; on several, a shared mount holding them.
+
+*Politeness*: a machine is gone when its entry expired, ``cluster.ttl`` after its last beat; it was
+killed, or it fenced itself (a supervisor that cannot beat for half the TTL stops its crawl), so
+the new owner's first fetch of one of its hosts comes at least the TTL after the old owner's last,
+and the TTL is above the host delay. Its fetches in flight were not stored, so they are fetched
+again: the only repeats.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.ownership import GlobalRing
+from engine.parse import LinkRules
+from engine.resume import Replayed, replay, replay_file
+from engine.routing import LinkRouter
+from frontier.urls import fingerprint, host_of, split
+from store.warc import end_of_complete_members
+
+
+@dataclass
+class Takeover:
+    """What one takeover did, for the agent's ``stats.json``."""
+
+    gone: list[str]
+    skipped: int = 0  # pages the machines gone stored, of hosts this agent now owns: never fetched again
+    rederived: int = 0  # links of the machines gone's pages that this agent now owns, offered to its sieve
+    rerouted: int = 0  # links of this agent's own pages to a host that moved, routed again
+    seeds: int = 0
+
+
+def archive_of(folder: Path) -> Iterator[Path]:
+    """The WARC files of a machine's output folder, finished or open."""
+    return iter(sorted((folder / "warc").glob("*.warc.gz*")))
+
+
+def stored_in(folder: Path, rules: LinkRules, max_body_bytes: int) -> Iterator[Replayed]:
+    """Every fetch a machine's output folder holds; a torn tail (a kill in a write) is left out."""
+    for path in archive_of(folder):
+        end = end_of_complete_members(path)
+        with open(path, "rb") as f:
+            data = f.read(end)
+        yield from replay_file(io.BytesIO(data), rules=rules, max_body_bytes=max_body_bytes)
+
+
+def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], skip: set[int], seeds: Sequence[str],
+              gone: Mapping[str, Path], own: tuple[Path, str], rules: LinkRules, max_body_bytes: int) -> Takeover:
+    """Route by the ring over ``live`` instead of ``before`` and take this agent's share of the hosts
+    of the machines ``gone`` (node → its output folder), in the steps of the module's docstring."""
+    assert router.members is not None
+    old = GlobalRing(router.members, before)
+    router.leave(live)
+    report = Takeover(sorted(gone))
+    frontier, me = router.crew.frontier, router.index
+    moved: dict[str, bool] = {}
+
+    def has_moved(url: str) -> bool:
+        authority = split(url)[0]
+        answer = moved.get(authority)
+        if answer is None:
+            answer = moved[authority] = old.agents_list[old.owner(host_of(authority))][0] not in live
+        return answer
+
+    for folder in gone.values():
+        for page in stored_in(folder, rules, max_body_bytes):
+            if not page.robots and router.owner_of(page.url) == me:
+                skip.add(fingerprint(page.url))
+                report.skipped += 1
+            mine = router.mine(page.links)
+            if mine:
+                report.rederived += len(mine)
+                frontier.discover(mine, page.url, None)
+    directory, prefix = own
+    for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes):
+        links = [link for link in page.links if has_moved(link)]
+        if links:
+            report.rerouted += len(links)
+            router.discover(links, page.url, None)
+    mine = router.mine(seeds)
+    report.seeds = len(mine)
+    frontier.discover(mine)
+    router.release_held()
+    router.flush()
+    return report
