@@ -280,7 +280,7 @@ class Supervisor:
                 self.stop_crawl(f"cut off: no beat put for {fence:g} s")
                 return
             live = still_live(self.ring, view)
-            if live != self.ring.live and not self.stopping:
+            if live != self.ring.live and node in view and not self.stopping:  # not a view missing its own entry
                 self.leave(live)  # before the beats of the machines gone are forgotten
             self.view, self.beats = view, note_beats(self.beats, view, time.monotonic())
             if not self.stopping:
@@ -312,8 +312,9 @@ class Supervisor:
         seen = {n: round(time.monotonic() - self.beats[n][1], 3) for n in gone if n in self.beats}
         self.ring = GlobalRing(self.members, live)
         self.update_manifest()
+        self.command_seq += 1
         for agent in self.agents:
-            self.send(agent, {"cmd": "ring", "live": list(live)})
+            self.send(agent, {"cmd": "ring", "live": list(live), "seq": self.command_seq})
         self.departures.append({"gone": gone, "live": list(live), "seconds_since_last_beat": seen,
                                 "crawl_seconds": round(time.monotonic() - self.started, 3)})
         print(f"crawl: machine {', '.join(gone)} left (no beat for {self.config.cluster.ttl:g} s); "

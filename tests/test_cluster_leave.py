@@ -1,0 +1,153 @@
+"""A machine leaving a crawl over several (issue 17, item 4), end to end: kill -9 of its whole
+process tree mid-crawl, and the survivors finish without it.
+
+Three ``crawl run --cluster`` machines (a, b, c; one agent each, their output folders side by side
+under one root: the shared storage) crawl one in-vitro web through one nats-server on loopback,
+with a heartbeat TTL of 2 s. Once a third of the reachable pages are answered, machine b is
+killed with its whole process tree. Judged from the web's request log and the WARC files
+(warcio): the survivors end the crawl ``done``; every reachable page was requested and is stored
+exactly once across the three machines' archives (b's as the kill left them); no page b had
+stored was fetched again, and the only pages fetched twice are of b's hosts (its fetches in
+flight); no host or IP delay was violated across machines; and b's hosts were fetched again by
+the survivors within 30 s of the kill (the TTL, then the takeover). b started again with
+``--resume`` while the others crawl is refused: its hosts are theirs now.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from bench.invitro import WebParams
+from engine.ownership import GlobalRing
+from tests.invitro_harness import WebThread, crawl_command, page_requests, reachable, url_of, when_requests
+from tests.nats_server import nats_server
+from tests.test_agents import check_politeness, records_at_crash, warc_records
+from tests.test_cluster_crawl import host
+
+WEB = WebParams(hosts=30, hosts_per_ip=1, mean_pages=20, max_pages=40, mean_links=20, page_bytes=4000)
+TTL = 2.0
+SETTINGS = ["politeness.host_delay=0.2", "politeness.ip_delay=0.05", "engine.fetchers=30",
+            "engine.checkpoint_interval=0.3", "engine.processes=1", "cluster.crawl_id=\"leave\"", f"cluster.ttl={TTL}"]
+NODES = ("a", "b", "c")
+TAKEOVER_TARGET = 30.0  # seconds from the kill to the survivors' first fetch of one of its hosts
+
+
+def start(root: Path, node: str, seeds: list[str], web: WebThread, broker: str, *extra: str) -> subprocess.Popen[str]:
+    """Machine ``node``: a ``crawl run`` process tree in a session of its own, its folder ``root/node``,
+    its stderr in ``root/node.stderr`` (a file: read once it exited, and there to read if it failed)."""
+    args = ["--cluster", broker, "--node", node, "--cluster-size", str(len(NODES)), *extra]
+    with open(root / f"{node}.stderr", "a") as stderr:
+        return subprocess.Popen(crawl_command(root / node, seeds, dns=web.web.dns_address, settings=SETTINGS, args=args),
+                                stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True)
+
+
+def finish(process: subprocess.Popen[str], root: Path, node: str, timeout: float) -> str:
+    """Wait for machine ``node`` to exit; what it wrote on stderr."""
+    process.wait(timeout)
+    return (root / f"{node}.stderr").read_text()
+
+
+def wait_manifest(out: Path, live: list[str], timeout: float) -> bool:
+    """Whether machine ``out``'s manifest names ``live`` as the live machines within ``timeout`` (the
+    supervisor rewrites it when a machine leaves; a poll of a small file, bounded by the deadline)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if orjson.loads((out / "crawl.json").read_bytes()).get("live") == live:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture(scope="module")
+def machine_gone(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("leave")
+    web = WebThread(WEB, root / "requests.jsonl")
+    seeds = web.web.seeds[:6]
+    expected = reachable(web.model, seeds)
+    errors: dict[str, str] = {}
+    try:
+        with nats_server(root / "nats") as broker:
+            answered = when_requests(web, len(expected) // 3)
+            machines = {node: start(root, node, seeds, web, broker.url) for node in NODES}
+            try:
+                assert answered.wait(120), "the crawl did not get a third of the way"
+                os.killpg(machines["b"].pid, signal.SIGKILL)  # b's supervisor and agent at once
+                killed = time.monotonic()
+                machines["b"].wait(30)
+                stored_at_crash = records_at_crash(root / "b")
+                assert wait_manifest(root / "a", ["a", "c"], 60), "a never took b out of its ring"
+                back = start(root, "b", seeds, web, broker.url, "--resume")
+                errors["b"] = finish(back, root, "b", 60)
+                rejoined = back.returncode
+                for node in ("a", "c"):
+                    errors[node] = finish(machines[node], root, node, 240)
+            finally:
+                for process in machines.values():
+                    if process.poll() is None:
+                        os.killpg(process.pid, signal.SIGKILL)
+                        process.wait(30)
+    finally:
+        log = web.stop()
+    for node in ("a", "c"):
+        assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
+    stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in ("a", "c")}
+    pages = {node: [uri for kind, uri in warc_records(root / node) if kind in ("response", "revisit")
+                    and not uri.endswith("/robots.txt")] for node in ("a", "c")}
+    pages["b"] = [u for u in stored_at_crash if not u.endswith("/robots.txt")]
+    return web.model, expected, log, stats, pages, killed, (rejoined, errors["b"])
+
+
+def b_hosts(model, log) -> set[str]:  # type: ignore[no-untyped-def]
+    ring = GlobalRing([(node, 1) for node in NODES])
+    return {r.host for r in log if ring.agents_list[ring.owner(r.host)][0] == "b"}
+
+
+def test_the_survivors_finish_with_every_reachable_page_stored_once(machine_gone) -> None:  # type: ignore[no-untyped-def]
+    model, expected, log, stats, pages, *_ = machine_gone
+    assert {s["stop_reason"] for s in stats.values()} == {"done"}
+    assert all(s["cluster"]["live"] == ["a", "c"] for s in stats.values())
+    assert [d["gone"] for s in stats.values() for d in s["cluster"]["departures"]] == [["b"], ["b"]]
+    requested = Counter(url_of(r, model.port) for r in page_requests(log))
+    assert set(requested) == expected, f"never fetched: {sorted(expected - set(requested))[:5]}"
+    stored = Counter(u for node in NODES for u in pages[node])
+    assert set(stored) == expected, f"lost: {sorted(expected - set(stored))[:5]}"
+    assert [u for u, n in stored.items() if n > 1] == [], "a page stored by two machines"
+
+
+def test_no_page_b_stored_is_fetched_again_and_only_its_fetches_in_flight_are(machine_gone) -> None:  # type: ignore[no-untyped-def]
+    model, expected, log, stats, pages, *_ = machine_gone
+    assert pages["b"], "b must have stored pages before the kill"
+    requested = Counter(url_of(r, model.port) for r in page_requests(log))
+    repeated = {u for u, n in requested.items() if n > 1}
+    assert not repeated & set(pages["b"]), "a page b had stored was fetched again"
+    hosts = b_hosts(model, log)
+    assert {host(u) for u in repeated} <= hosts, "a page of a live machine's host fetched twice"
+    assert len(repeated) <= 30, "more repeats than b had fetchers"  # engine.fetchers
+    skipped = sum(t["skipped"] for s in stats.values() for agent in s["agents"] for t in agent.get("takeovers", []))
+    assert skipped >= len(pages["b"]), "the survivors' skip sets must hold every page b stored"
+
+
+def test_b_hosts_are_crawled_again_within_30_s_with_no_politeness_violation(machine_gone) -> None:  # type: ignore[no-untyped-def]
+    model, expected, log, stats, pages, killed, _ = machine_gone
+    check_politeness(log)  # every host and IP, across the three machines
+    hosts = b_hosts(model, log)
+    after = sorted(r.start for r in log if r.host in hosts and r.start > killed)
+    assert after, "no host of b was fetched after the kill"
+    takeover = after[0] - killed
+    print(f"b's hosts fetched again {takeover:.2f} s after the kill (TTL {TTL:g} s)")
+    assert TTL * 0.9 <= takeover < TAKEOVER_TARGET  # not before its entry could expire
+    survivors = {u for node in ("a", "c") for u in pages[node]}
+    assert {host(u) for u in survivors} & hosts, "the survivors stored no page of b's hosts"
+
+
+def test_a_machine_that_left_cannot_rejoin_the_crawl(machine_gone) -> None:  # type: ignore[no-untyped-def]
+    *_, (status, stderr) = machine_gone
+    assert status == 1 and "cannot rejoin" in stderr, stderr
