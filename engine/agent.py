@@ -25,7 +25,6 @@ import dataclasses
 import os
 import signal
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -53,7 +52,7 @@ from engine.routing import LinkRouter
 from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
 from engine.status import AgentStatus
 from engine.steering import Steering
-from engine.takeover import Takeover, take_over
+from engine.takeover import Takeovers
 from engine.todo import IpLeases, TodoFiller, TodoRing
 from frontier.filters import PhaseFilters
 from frontier.urls import canonicalize
@@ -72,7 +71,7 @@ class Agent:
     def __init__(self, config: Config, seeds: list[str], *, index: int = 0, agents: int = 1,
                  channel: socket.socket | None = None, count_restored_pages: bool = True,
                  fetcher: Fetcher | None = None, resolver: Resolver | None = None,
-                 members: list[Member] | None = None, live: list[str] | None = None) -> None:
+                 members: list[Member] | None = None) -> None:
         self.config, self.index, self.agents = config, index, agents
         self.alone = agents == 1 and members is None  # then the crawl ends when this agent is idle
         self.out = config.out_dir
@@ -84,20 +83,14 @@ class Agent:
         crew = self.crew = Crew(config, build_frontier(config, self.home / "frontier", all_seeds, filters),
                                 Counters(), filters)
         crew.frontier.policy.join(index, agents)  # before the router asks it who owns a URL
-        self.router = LinkRouter(crew, self.out / "links", index, agents, members, config.cluster.node, live)
-        self.all_seeds = all_seeds
+        self.router = LinkRouter(crew, self.out / "links", index, agents, members, config.cluster.node)
         self.seeds = self.router.mine(all_seeds)
         self.fetcher = fetcher or make_fetcher(ClientSettings.from_config(config.network, config.engine.user_agent),
                                                config.network.client)
         d = config.dns
-        self.resolvers = Resolvers(
-            crew,
-            resolver or CachingResolver(d.servers or None, max_entries=d.cache_entries, min_ttl=d.min_ttl,
-                                        max_ttl=d.max_ttl, negative_ttl=d.negative_ttl, timeout=d.timeout,
-                                        concurrency=d.concurrency),
-            AddressPolicy(config.network.allow_networks),
-            proxied=bool(config.network.proxy),
-        )
+        resolver = resolver or CachingResolver(d.servers or None, max_entries=d.cache_entries, min_ttl=d.min_ttl, max_ttl=d.max_ttl,
+                                               negative_ttl=d.negative_ttl, timeout=d.timeout, concurrency=d.concurrency)
+        self.resolvers = Resolvers(crew, resolver, AddressPolicy(config.network.allow_networks), proxied=bool(config.network.proxy))
         self.warc_prefix = warc_prefix(config, index)
         self.store = build_archive(config, self.out / "warc", self.warc_prefix)
         self.ip_table = SharedIpTable(self.out / "ip-table") if agents > 1 else None
@@ -116,13 +109,13 @@ class Agent:
         self.fetchers = Fetchers(crew, self.fetcher, self.todo, leases, self.pipeline, self.budget, self.slots,
                                  alone=agents == 1, credentials=self.credentials)
         self.checkpointer = Checkpointer(crew, self.out / "warc", self.warc_prefix, self.router, self.fetchers)
+        self.takeovers = Takeovers(crew, self.router, self.fetchers.skip, all_seeds, self.checkpointer, self.pipeline.link_rules)
         self.channel = None
         if channel is not None:
-            steering = Steering(crew, self.fetchers, self.router, self.take_over if members is not None else None)
+            steering = Steering(crew, self.fetchers, self.router, self.takeovers.leave if members is not None else None)
             self.channel = SupervisorChannel(channel, self.status, steering.obey, crew.finish)
             crew.on_full.append(self._tell_full)
         self.timeline: list[dict[str, float]] = []
-        self.takeovers: list[Takeover] = []
         self.started = 0.0
         self._cpu_at_start = 0.0
 
@@ -136,11 +129,6 @@ class Agent:
         self.checkpointer.resume(self.resolvers.start, self.router.discover, self.pipeline.link_rules, self.budget,
                                  self.ip_table, count_restored_pages=self.count_restored_pages)
         crew.frontier.discover(self.seeds)
-        members = self.router.members
-        if members is not None:  # machines that left while this agent was down, or before it checkpointed
-            previous = self.checkpointer.restored_live or [node for node, _ in members]
-            if set(previous) != set(self.router.live):
-                self.take_over(list(self.router.live), previous)
         self.fetchers.resize(config.engine.fetchers)
         mode = "off" if self.channel else config.engine.progress
         helpers = [
@@ -172,27 +160,6 @@ class Agent:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         return await self.close()
-
-    def take_over(self, live: list[str], previous: list[str] | None = None) -> None:
-        """Crawl by the ring over the ``live`` machines: take this agent's share of the hosts of those
-        that left (``engine/takeover.py``), then checkpoint, so that what it took survives a crash."""
-        before = list(previous if previous is not None else self.router.live)
-        gone = sorted(set(before) - set(live))
-        if not gone:
-            return
-        c = self.config.cluster
-        root = Path(c.machines_root) if c.machines_root else self.out.parent
-        report = take_over(self.router, before, live, self.fetchers.skip, self.all_seeds,
-                           {node: root / node for node in gone}, (self.out / "warc", self.warc_prefix),
-                           self.pipeline.link_rules, self.config.network.max_body_bytes)
-        self.takeovers.append(report)
-        print(f"crawl: agent {self.index} of {c.node}: took over its share of {', '.join(gone)}: {report.skipped} "
-              f"pages stored there skipped, {report.rederived} links re-derived, {report.rerouted} rerouted",
-              file=sys.stderr, flush=True)
-        if self.crew.full is None:
-            with self.crew.full_stops():
-                self.checkpointer.checkpoint()
-        self.crew.distributor_alarm.fire()
 
     def _tell_full(self, message: str, path: Path) -> None:
         assert self.channel is not None
@@ -270,7 +237,7 @@ class Agent:
             **({"store_full": {"message": full[0], "path": str(full[1])}} if full else {}),
             "links_sent": self.router.sent,
             "links_received": self.router.received,
-            **({"takeovers": [dataclasses.asdict(t) for t in self.takeovers]} if self.takeovers else {}),
+            **self.takeovers.summary(),
             "agent": self.index,
             "config": describe(self.config, redact=True),
             "timeline": self.timeline,
@@ -279,12 +246,12 @@ class Agent:
 
 def run_agent(config: Config, seeds: list[str], *, index: int = 0, agents: int = 1,
               channel: socket.socket | None = None, count_restored_pages: bool = True,
-              members: list[Member] | None = None, live: list[str] | None = None) -> dict[str, Any]:
+              members: list[Member] | None = None) -> dict[str, Any]:
     """Run an agent to its end on uvloop; returns the summary also written to its stats.json."""
     import uvloop
 
     async def main() -> dict[str, Any]:
         return await Agent(config, seeds, index=index, agents=agents, channel=channel,
-                           count_restored_pages=count_restored_pages, members=members, live=live).run()
+                           count_restored_pages=count_restored_pages, members=members).run()
 
     return uvloop.run(main())

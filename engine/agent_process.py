@@ -2,7 +2,7 @@
 
 Started by the supervisor (``engine/supervisor.py``), never by hand. It reads the crawl's
 manifest (``OUT/crawl.json``: agents, configuration, seeds, and in a crawl over several
-machines the members its ring is made of and those still live), runs agent ``INDEX`` on uvloop,
+machines the members its ring is made of), runs agent ``INDEX`` on uvloop,
 and talks to the supervisor over the socket inherited as file descriptor ``FD``. It exits 0
 after a clean stop, and :data:`~engine.supervisor.EXIT_STORE_FULL` (3) when it stopped because
 the disk has no room (in the crawl, or already while recovering its files): the supervisor
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         members = [(node, agents) for node, agents in manifest["members"]] if "members" in manifest else None
         summary = run_agent(config, manifest["seeds"], index=args.index, agents=manifest["agents"], channel=channel,
-                            count_restored_pages=args.count_restored_pages, members=members, live=manifest.get("live"))
+                            count_restored_pages=args.count_restored_pages, members=members)
     except StoreFull as e:  # before the crawl began: repairing the files or opening the frontier
         with contextlib.suppress(OSError):
             channel.sendall(orjson.dumps({"store_full": {"message": str(e), "path": str(e.path)}}) + b"\n")

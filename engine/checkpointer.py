@@ -45,7 +45,6 @@ class Checkpointer:
         self.count = 0
         self.seconds = 0.0
         self.resumed: dict[str, float] = {}
-        self.restored_live: list[str] | None = None  # the live machines its ring was over at the checkpoint
 
     def checkpoint(self) -> None:
         started = time.monotonic()
@@ -88,7 +87,8 @@ class Checkpointer:
         if extra:
             crew.stats.restore(extra["stats"])
             skip.update(extra.get("skip", ()))
-            self.restored_live = extra.get("live") or None
+            if extra.get("live"):  # the ring it routed by (machines may have left since: the supervisor says)
+                self.router.leave(extra["live"])
             self.router.resume_reading({int(k): (v[0], v[1]) for k, v in extra["inbox"].items()},
                                        {int(k): (v[0], v[1]) for k, v in extra.get("policy_inbox", {}).items()})
         if not extra and not warc_sizes(self.warc, self.prefix):

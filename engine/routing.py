@@ -35,13 +35,13 @@ class LinkRouter:
     over the agents of every machine (``GlobalRing``); a link of another machine's agent goes to the
     spool ``OUT/remote/III-GGG`` (GGG: that agent's place in the ring), which the supervisor's bridge
     publishes (``engine/bridge.py``), and links from other machines arrive in this agent's inbox as
-    from sender ``BRIDGE``. The ring is over the ``live`` machines (all members by default); when one
-    leaves, :meth:`leave` makes the ring of the others, and until then the links that reach this
+    from sender ``BRIDGE``. The ring is over every member until one leaves: then :meth:`leave` makes
+    the ring of the others (``engine/takeover.py``), and until then the links that reach this
     agent for a host it does not own (sent by an agent that made the new ring first) are held, not
     queued: the takeover (``engine/takeover.py``) must know which of their pages are stored already."""
 
     def __init__(self, crew: Crew, links: Path, index: int, agents: int,
-                 members: list[Member] | None = None, node: str = "", live: Sequence[str] | None = None) -> None:
+                 members: list[Member] | None = None, node: str = "") -> None:
         self.crew = crew
         self.index, self.agents = index, agents
         self.ring: HashRing = HashRing(agents)
@@ -52,7 +52,7 @@ class LinkRouter:
         self.members = members
         self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
         if members is not None:
-            ring = self.ring = GlobalRing(members, live)
+            ring = self.ring = GlobalRing(members)
             self._routes = [i if n == node else -1 - g for g, (n, i) in enumerate(ring.agents_list)]
             senders.append(BRIDGE)
             self.remote = Outbox(links.parent / "remote", index, [g for g, (n, _) in enumerate(ring.agents_list) if n != node])

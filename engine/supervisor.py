@@ -27,11 +27,9 @@ supervisor
   over every machine's agents from them), runs the bridge that carries links to and from the
   other machines (``engine/bridge.py``), beats its entry with its quiet state and the positions of
   its spools to and from them, and ends the crawl when every machine is quiet and every spool
-  taken in, not when its own agents are; a stop of one machine stops them all. When another
-  machine's entry expires, it tells its agents the machines still live, and they take the hosts of
-  the one gone over (``engine/takeover.py``); when it cannot put its own entry for half the TTL,
-  it stops its crawl (``cut off``), so that no host is fetched by two machines once the others
-  take its hosts;
+  taken in, not when its own agents are; a stop of one machine stops them all. A machine whose
+  entry expired has left: its agents take its hosts over (``engine/takeover.py``); one that cannot
+  put its entry for half the TTL stops (``cut off``), before the others take its hosts;
 * **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
   :class:`~engine.control.Controllable`, fanning each command out to the agents and answering
   once every agent has applied it. Paused state, added seeds and live settings are kept in
@@ -305,8 +303,7 @@ class Supervisor:
                                 pages=self.total().pages, live=list(self.ring.live))
 
     def leave(self, live: tuple[str, ...]) -> None:
-        """Machines left (their entries expired): crawl by the ring over ``live``. The manifest says it
-        first (a restarted agent reads it there), then every agent is told, and takes its share over."""
+        """Machines left (entries expired): the ring over ``live``, in the manifest, then to every agent."""
         assert self.ring is not None and self.members is not None
         gone = sorted(set(self.ring.live) - set(live))
         seen = {n: round(time.monotonic() - self.beats[n][1], 3) for n in gone if n in self.beats}
@@ -315,8 +312,7 @@ class Supervisor:
         self.command_seq += 1
         for agent in self.agents:
             self.send(agent, {"cmd": "ring", "live": list(live), "seq": self.command_seq})
-        self.departures.append({"gone": gone, "live": list(live), "seconds_since_last_beat": seen,
-                                "crawl_seconds": round(time.monotonic() - self.started, 3)})
+        self.departures.append({"gone": gone, "live": list(live), "seconds_since_last_beat": seen})
         print(f"crawl: machine {', '.join(gone)} left (no beat for {self.config.cluster.ttl:g} s); "
               f"its hosts go to {', '.join(live)}", file=sys.stderr, flush=True)
 
@@ -414,6 +410,8 @@ class Supervisor:
             self.send(agent, {"cmd": "stop", "reason": self.stop_reason})
         elif self.paused:  # a restarted agent joins a paused crawl paused
             self.send(agent, {"cmd": "pause", "seq": self.command_seq})
+        if self.ring is not None and len(self.ring.live) < len(self.ring.members):  # it takes over what it has not
+            self.send(agent, {"cmd": "ring", "live": list(self.ring.live), "seq": self.command_seq})
         agent.summary = None
         listener = asyncio.create_task(self.listen(agent, reader))
         code = await agent.process.wait()

@@ -40,11 +40,16 @@ again: the only repeats.
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from engine.checkpointer import Checkpointer
+from engine.crew import Crew
 from engine.ownership import GlobalRing
 from engine.parse import LinkRules
 from engine.resume import Replayed, replay, replay_file
@@ -117,3 +122,41 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     router.release_held()
     router.flush()
     return report
+
+
+class Takeovers:
+    """An agent's takeovers, each when its supervisor says which machines are live (``ring``): when
+    machines leave, and at the agent's start in a crawl some have left (its checkpoint names the
+    ring it routed by, and it takes over what it has not yet)."""
+
+    def __init__(self, crew: Crew, router: LinkRouter, skip: set[int], seeds: Sequence[str],
+                 checkpointer: Checkpointer, rules: LinkRules) -> None:
+        self.crew, self.router, self.skip, self.seeds = crew, router, skip, seeds
+        self.checkpointer, self.rules = checkpointer, rules
+        self.done: list[Takeover] = []
+
+    def leave(self, live: list[str]) -> None:
+        """Crawl by the ring over the ``live`` machines, taking this agent's share of the hosts of those
+        that left; then checkpoint, so that what it took survives a crash."""
+        crew, router, config = self.crew, self.router, self.crew.config
+        before = list(router.live)
+        gone = sorted(set(before) - set(live))
+        if not gone:
+            return
+        c = config.cluster
+        root = Path(c.machines_root) if c.machines_root else config.out_dir.parent
+        report = take_over(router, before, live, self.skip, self.seeds, {node: root / node for node in gone},
+                           (self.checkpointer.warc, self.checkpointer.prefix), self.rules,
+                           config.network.max_body_bytes)
+        self.done.append(report)
+        print(f"crawl: agent {router.index} of {c.node}: took over its share of {', '.join(gone)}: {report.skipped} "
+              f"pages stored there skipped, {report.rederived} links re-derived, {report.rerouted} rerouted",
+              file=sys.stderr, flush=True)
+        if crew.full is None:
+            with crew.full_stops():
+                self.checkpointer.checkpoint()
+        crew.distributor_alarm.fire()
+
+    def summary(self) -> dict[str, Any]:
+        """``stats.json``'s ``takeovers``, when there were any."""
+        return {"takeovers": [dataclasses.asdict(t) for t in self.done]} if self.done else {}

@@ -133,6 +133,8 @@ def test_no_page_b_stored_is_fetched_again_and_only_its_fetches_in_flight_are(ma
     assert len(repeated) <= 30, "more repeats than b had fetchers"  # engine.fetchers
     skipped = sum(t["skipped"] for s in stats.values() for agent in s["agents"] for t in agent.get("takeovers", []))
     assert skipped >= len(pages["b"]), "the survivors' skip sets must hold every page b stored"
+    print(f"reachable {len(expected)}, stored by b before the kill {len(pages['b'])}, by a {len(pages['a'])}, "
+          f"by c {len(pages['c'])}; fetched twice {len(repeated)} (b's fetches in flight); skipped {skipped}")
 
 
 def test_b_hosts_are_crawled_again_within_30_s_with_no_politeness_violation(machine_gone) -> None:  # type: ignore[no-untyped-def]
