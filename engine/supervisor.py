@@ -448,7 +448,7 @@ class Supervisor:
                 if not self._ready_sent:
                     self.crawling()
                 self.check_end()
-            if self._ready_sent and now - last_sample >= 1.0:  # the timeline starts with the crawl
+            if self._ready_sent and any(statuses) and now - last_sample >= 1.0:  # from the crawl's start to its agents' exit
                 last_sample = now
                 self.timeline.append(self.sample(now))
                 self.display.update(self.total(), now - self.started)

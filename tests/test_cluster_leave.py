@@ -10,7 +10,8 @@ exactly once across the three machines' archives (b's as the kill left them); no
 stored was fetched again, and the only pages fetched twice are of b's hosts (its fetches in
 flight); no host or IP delay was violated across machines; and b's hosts were fetched again by
 the survivors within 30 s of the kill (the TTL, then the takeover). b started again with
-``--resume`` while the others crawl is refused: its hosts are theirs now.
+``--resume`` while the others crawl is refused: its hosts are theirs now. And a machine cut off
+from the server (frozen with SIGSTOP) stops fetching within the TTL: the fence.
 """
 
 from __future__ import annotations
@@ -153,3 +154,36 @@ def test_b_hosts_are_crawled_again_within_30_s_with_no_politeness_violation(mach
 def test_a_machine_that_left_cannot_rejoin_the_crawl(machine_gone) -> None:  # type: ignore[no-untyped-def]
     *_, (status, stderr) = machine_gone
     assert status == 1 and "cannot rejoin" in stderr, stderr
+
+
+def test_a_machine_cut_off_from_the_server_stops_before_the_others_could_take_its_hosts(tmp_path: Path) -> None:
+    """The fence: a machine that cannot put its entry for half the TTL stops its crawl (the server
+    frozen with SIGSTOP here), so no host is fetched by it once its entry has expired."""
+    web = WebThread(WEB, tmp_path / "requests.jsonl")
+    try:
+        with nats_server(tmp_path / "nats") as broker:
+            started = when_requests(web, 20)
+            args = ["--cluster", broker.url, "--node", "a", "--cluster-size", "1"]
+            with open(tmp_path / "a.stderr", "w") as stderr:
+                machine = subprocess.Popen(crawl_command(tmp_path / "a", web.web.seeds[:6], dns=web.web.dns_address,
+                                                         settings=SETTINGS, args=args),
+                                           stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+            try:
+                assert started.wait(120), "the crawl did not start"
+                os.kill(broker.process.pid, signal.SIGSTOP)
+                frozen = time.monotonic()
+                try:
+                    machine.wait(60)
+                finally:
+                    os.kill(broker.process.pid, signal.SIGCONT)
+            finally:
+                if machine.poll() is None:
+                    os.killpg(machine.pid, signal.SIGKILL)
+                    machine.wait(30)
+    finally:
+        log = web.stop()
+    stats = orjson.loads((tmp_path / "a" / "stats.json").read_bytes())
+    assert machine.returncode == 1 and stats["stop_reason"].startswith("cut off"), (tmp_path / "a.stderr").read_text()
+    last = max(r.end for r in log)
+    print(f"last fetch ended {last - frozen:.2f} s after the server froze (fence {TTL / 2:g} s, TTL {TTL:g} s)")
+    assert last - frozen < TTL, f"machine a fetched {last - frozen:.2f} s after it lost the server (TTL {TTL:g} s)"
