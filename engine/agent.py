@@ -112,7 +112,7 @@ class Agent:
         self.takeovers = Takeovers(crew, self.router, self.fetchers.skip, all_seeds, self.checkpointer, self.pipeline.link_rules)
         self.channel = None
         if channel is not None:
-            steering = Steering(crew, self.fetchers, self.router, self.takeovers.leave if members is not None else None)
+            steering = Steering(crew, self.fetchers, self.router, self.takeovers.ring if members is not None else None)
             self.channel = SupervisorChannel(channel, self.status, steering.obey, crew.finish)
             crew.on_full.append(self._tell_full)
         self.timeline: list[dict[str, float]] = []

@@ -88,7 +88,7 @@ class Checkpointer:
             crew.stats.restore(extra["stats"])
             skip.update(extra.get("skip", ()))
             if extra.get("live"):  # the ring it routed by (machines may have left since: the supervisor says)
-                self.router.leave(extra["live"])
+                self.router.route_by(extra["live"])
             self.router.resume_reading({int(k): (v[0], v[1]) for k, v in extra["inbox"].items()},
                                        {int(k): (v[0], v[1]) for k, v in extra.get("policy_inbox", {}).items()})
         if not extra and not warc_sizes(self.warc, self.prefix):

@@ -10,14 +10,14 @@ it into its manifest.
 
 **A machine leaving** (issue 17, item 4): when a member's entry expires (no beat for
 ``cluster.ttl`` seconds: it died, or lost the server), every other machine sees its key gone
-from the same bucket, and so builds the same ring over the members still live (:func:`still_live`:
-the live set only shrinks, so every machine goes through the same rings). The machine that left
+from the same bucket, and so builds the same ring over the members still live (a key missing from a view is
+checked with a get: ``Cluster.gone``). The machine that left
 owns no host any more; its places in the ring, which name spools and subjects, stay. The
 survivors' agents take its hosts over (``engine/takeover.py``); each entry says the live set its
-machine crawls by (``live``), and a machine that finds itself left out of another's stops: it
-cannot come back into a crawl that gave its hosts away (rejoining is not built). A machine that
-cannot put its entry for half the TTL stops too (``engine/supervisor.py``), so that by the time
-the others take its hosts it fetches nothing.
+machine crawls by (``live``). A machine that finds itself left out of another's ``live`` rejoins
+(``joining``, ``engine/machines.py``: the others hand its hosts back before it crawls them); one
+that was not coming back stops. A machine that cannot put its entry for half the TTL stops too,
+so that by the time the others take its hosts it fetches nothing.
 
 Links between machines travel in the stream ``crawl-ID-links`` (``engine/bridge.py``), subject
 ``crawl.ID.links.NODE.I`` per receiving agent, work-queue retention: a message is gone once its
@@ -96,6 +96,7 @@ class Entry:
     stop: str = ""  # why this machine stopped the crawl: "done" (it saw the whole crawl over), or its own reason
     pages: int = 0  # pages its agents have stored, for ``crawl status --cluster``
     live: list[str] = field(default_factory=list)  # the machines whose agents its ring is made of
+    joining: bool = False  # it left, came back, and waits for the others to hand its hosts over
 
     @property
     def state(self) -> str:
@@ -110,10 +111,11 @@ class Entry:
         return cls(**orjson.loads(data))
 
 
-def still_live(ring: GlobalRing, view: Mapping[str, Entry]) -> tuple[str, ...]:
-    """The machines of ``ring`` still live in ``view``: never one that left before (the live set only
-    shrinks, so every machine goes through the same rings), and never none (this machine is in its view)."""
-    return tuple(node for node in ring.live if node in view)
+def rejoining(ring: GlobalRing, view: Mapping[str, Entry]) -> list[str]:
+    """The members out of ``ring`` that came back asking to rejoin: a machine gone does not come back
+    by beating again, but by saying it rejoins, so every machine goes through the same rings."""
+    members = {node for node, _ in ring.agents_list}
+    return sorted(n for n, e in view.items() if n in members and n not in ring.live and e.joining and not e.stop)
 
 
 def left_out(node: str, view: Mapping[str, Entry]) -> list[str]:
@@ -239,6 +241,21 @@ class Cluster:
         """The live members' entries, by node."""
         assert self._kv is not None
         return await read_entries(self._kv)
+
+    async def gone(self, nodes: Sequence[str]) -> list[str]:
+        """Which of ``nodes``, missing from a view, have no entry indeed. A listing of the bucket's keys can
+        miss one being put again (the old revision gone, the new one after the listing's end); a get of
+        the key cannot."""
+        from nats.js.errors import KeyNotFoundError
+
+        assert self._kv is not None
+        out = []
+        for node in nodes:
+            try:
+                await self._kv.get(node)
+            except KeyNotFoundError:  # expired (or deleted)
+                out.append(node)
+        return out
 
     async def wait_members(self) -> list[Member]:
         """Beat until ``cluster.size`` machines have joined; their sorted (node, agents) list."""

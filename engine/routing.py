@@ -35,10 +35,13 @@ class LinkRouter:
     over the agents of every machine (``GlobalRing``); a link of another machine's agent goes to the
     spool ``OUT/remote/III-GGG`` (GGG: that agent's place in the ring), which the supervisor's bridge
     publishes (``engine/bridge.py``), and links from other machines arrive in this agent's inbox as
-    from sender ``BRIDGE``. The ring is over every member until one leaves: then :meth:`leave` makes
+    from sender ``BRIDGE``. The ring is over every member until one leaves: then :meth:`route_by` makes
     the ring of the others (``engine/takeover.py``), and until then the links that reach this
     agent for a host it does not own (sent by an agent that made the new ring first) are held, not
-    queued: the takeover (``engine/takeover.py``) must know which of their pages are stored already."""
+    queued: the takeover (``engine/takeover.py``) must know which of their pages are stored already.
+    Held links are routed by this agent's ring at its next ring change, or once held ``cluster.ttl``
+    seconds: then they came from an agent still on the ring before this one's (a machine rejoined),
+    and go on to their owner."""
 
     def __init__(self, crew: Crew, links: Path, index: int, agents: int,
                  members: list[Member] | None = None, node: str = "") -> None:
@@ -51,6 +54,7 @@ class LinkRouter:
         self.remote: Outbox | None = None
         self.members = members
         self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
+        self.held_since = 0.0  # monotonic time the oldest held links came
         if members is not None:
             ring = self.ring = GlobalRing(members)
             self._routes = [i if n == node else -1 - g for g, (n, i) in enumerate(ring.agents_list)]
@@ -89,7 +93,7 @@ class LinkRouter:
             who = self.owner(url if slash < 0 else url[:slash])
         return who
 
-    def leave(self, live: Sequence[str]) -> None:
+    def route_by(self, live: Sequence[str]) -> None:
         """Route by the ring over the ``live`` machines from now on."""
         assert self.members is not None
         self.ring = GlobalRing(self.members, live)
@@ -164,6 +168,8 @@ class LinkRouter:
         while not crew.stopping:
             self.flush()
             received = False
+            if self.held and time.monotonic() - self.held_since > crew.config.cluster.ttl:
+                self.release_held()
             for parent, links, contexts in self.inbox.poll():
                 if self.members is not None:
                     links, contexts = self._hold_theirs(parent, links, contexts)
@@ -183,6 +189,8 @@ class LinkRouter:
             return links, contexts
         keep = [i for i, who in enumerate(owners) if who == me]
         rest = [i for i, who in enumerate(owners) if who != me]
+        if not self.held:
+            self.held_since = time.monotonic()
         self.held.append((parent, [links[i] for i in rest], [contexts[i] for i in rest] if contexts is not None else None))
         return [links[i] for i in keep], [contexts[i] for i in keep] if contexts is not None else None
 

@@ -22,11 +22,11 @@ class Steering:
     """Applies commands to one agent."""
 
     def __init__(self, crew: Crew, fetchers: Fetchers, router: LinkRouter,
-                 leave: Callable[[list[str]], None] | None = None) -> None:
+                 ring: Callable[[list[str], list[str]], None] | None = None) -> None:
         self.crew = crew
         self.fetchers = fetchers
         self.router = router
-        self.leave = leave  # a machine left a crawl over several: the live machines' ring (Agent.take_over)
+        self.ring = ring  # machines left or rejoined a crawl over several: the live machines' ring (Takeovers.ring)
 
     def obey(self, command: dict[str, Any]) -> None:
         crew = self.crew
@@ -41,8 +41,8 @@ class Steering:
                 crew.distributor_alarm.fire()
         elif cmd == "config":
             self.reconfigure(command["changes"])
-        elif cmd == "ring" and self.leave is not None:
-            self.leave(command["live"])
+        elif cmd == "ring" and self.ring is not None:
+            self.ring(command["live"], command.get("sources", []))
 
     def reconfigure(self, changes: dict[str, Any]) -> None:
         crew = self.crew

@@ -22,14 +22,15 @@ supervisor
   there is room). ``OUT/reserve`` keeps ``RESERVE_BYTES`` aside for the end: its room is given
   back to write ``stats.json`` on a full disk;
 * **speaks systemd's notify protocol** (``engine/sdnotify.py``): READY, STATUS, WATCHDOG, STOPPING;
-* **joins a crawl over several machines** with ``cluster.url`` (``engine/cluster.py``): it waits
+* **joins a crawl over several machines** with ``cluster.url`` (``engine/machines.py``): it waits
   for ``cluster.size`` machines, writes the members into the manifest (the agents build the ring
   over every machine's agents from them), runs the bridge that carries links to and from the
   other machines (``engine/bridge.py``), beats its entry with its quiet state and the positions of
   its spools to and from them, and ends the crawl when every machine is quiet and every spool
   taken in, not when its own agents are; a stop of one machine stops them all. A machine whose
   entry expired has left: its agents take its hosts over (``engine/takeover.py``); one that cannot
-  put its entry for half the TTL stops (``cut off``), before the others take its hosts;
+  put its entry for half the TTL stops (``cut off``), before the others take its hosts; one that
+  left and comes back rejoins, after the others handed its hosts back;
 * **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
   :class:`~engine.control.Controllable`, fanning each command out to the agents and answering
   once every agent has applied it. Paused state, added seeds and live settings are kept in
@@ -47,7 +48,6 @@ import signal
 import socket
 import sys
 import time
-import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,7 +60,7 @@ from engine.config import Config, describe
 from engine.control import ControlServer, token_for
 from engine.ip_table import SharedIpTable
 from engine.metrics import Exporter
-from engine.ownership import GlobalRing, Member
+
 from engine.progress import ProgressDisplay, sample
 from engine.sdnotify import Notifier
 from engine.stats import NOT_ADDED, Counters, cpu_seconds, rss_bytes, write_json
@@ -69,8 +69,7 @@ from frontier.urls import canonicalize
 from store.errors import StoreFull, free_space, preallocate
 
 if TYPE_CHECKING:  # imported when a machine joins a crawl over several (they bring in nats)
-    from engine.bridge import Bridge
-    from engine.cluster import Beats, Cluster, Entry
+    from engine.machines import Machines
 
 MANIFEST = "crawl.json"
 EXIT_STORE_FULL = 3  # exit status of an agent, and of ``crawl run``, stopped by a full disk (1: failed, 2: usage)
@@ -140,26 +139,19 @@ class Supervisor:
         self.display = ProgressDisplay(config.engine.progress, max_pages=config.engine.max_pages,
                                        max_seconds=config.engine.max_seconds)
         self._max_seconds_timer: asyncio.TimerHandle | None = None
-        self.cluster: Cluster | None = None
+        self.machines: Machines | None = None
         if config.cluster.url:
-            from engine.cluster import Cluster
+            from engine.machines import Machines
 
-            self.cluster = Cluster(config.cluster, agents)
-        self.members: list[Member] | None = None
-        self.ring: GlobalRing | None = None  # over the live machines (engine/cluster.py: still_live)
-        self.departures: list[dict[str, Any]] = []  # machines that left, for stats.json
-        self.bridge: Bridge | None = None
-        self.quiet = False  # with a cluster: this machine has nothing to do, send or read (check_end)
-        self.view: dict[str, Entry] = {}  # the machines' entries as beat_loop last read them, for GET /status
-        self.beats: Beats = {}
+            self.machines = Machines(self, agents)
 
     # -- lifecycle -----------------------------------------------------------------------
 
     async def run(self) -> dict[str, Any]:
         """Run the crawl to its end; returns the summary written to ``OUT/stats.json``."""
         self.out.mkdir(parents=True, exist_ok=True)
-        if self.cluster is not None:
-            await self.join(self.cluster)
+        if self.machines is not None:
+            await self.machines.join()
         try:
             self.keep_room()
             self.write_manifest()
@@ -181,17 +173,13 @@ class Supervisor:
             print(f"control API: {control.url}", file=sys.stderr, flush=True)
         watchers = [asyncio.create_task(self.keep(agent)) for agent in self.agents if not self.stopping]
         ticker = asyncio.create_task(self.tick_loop())
-        machines = [asyncio.create_task(self.bridge.run()), asyncio.create_task(self.beat_loop())] if self.bridge else []
-        for task in machines:
-            task.add_done_callback(self.cluster_failed)
+        machines = [asyncio.create_task(self.machines.run())] if self.machines is not None else []
         await asyncio.gather(*watchers)
         for task in machines:
             task.cancel()
         await asyncio.gather(*machines, return_exceptions=True)
-        if self.cluster is not None:
-            with contextlib.suppress(Exception):  # the last word, in case no beat carried it (the server may be gone)
-                await self.cluster.beat(stop=self.stop_reason or self.agents_reason() or "stopped")
-            await self.cluster.close()
+        if self.machines is not None:
+            await self.machines.close(self.stop_reason or self.agents_reason() or "stopped")
         if control is not None:
             await control.close()
         self.display.close()
@@ -216,105 +204,13 @@ class Supervisor:
         return EXIT_STORE_FULL if self.full is not None else 1 if self.failed else 0
 
     def write_manifest(self) -> None:
-        members: dict[str, Any] = {"members": self.members} if self.members is not None else {}
-        if self.ring is not None:
-            members["live"] = list(self.ring.live)
+        members = self.machines.manifest() if self.machines is not None else {}
         write_json(self.out / MANIFEST, {"version": 1, "agents": len(self.agents), "config": describe(self.config),
                                          "seeds": self.seeds, **members})
-
-    async def join(self, cluster: Cluster) -> None:
-        """Join the crawl over machines: wait for its members (a resumed crawl keeps those of its manifest),
-        and make the bridge over the ring they give."""
-        from engine.bridge import Bridge
-
-        from engine.cluster import ClusterError, left_out
-
-        await cluster.connect()
-        c = self.config.cluster
-        manifest = self.out / MANIFEST
-        saved = orjson.loads(manifest.read_bytes()) if self.resuming and manifest.exists() else {}
-        if "members" in saved:
-            if others := left_out(c.node, await cluster.view()):
-                await cluster.close()
-                raise ClusterError(f"machine {c.node} left crawl {c.crawl_id!r} (its entry expired) and "
-                                   f"{', '.join(others)} took its hosts over; it cannot rejoin it")
-            self.members = [(node, agents) for node, agents in saved["members"]]
-            self.ring = GlobalRing(self.members, saved.get("live"))
-            await cluster.beat(live=list(self.ring.live))
-        else:
-            self.members = await cluster.wait_members()
-            self.ring = GlobalRing(self.members)
-        self.bridge = Bridge(cluster.js, self.out, c.crawl_id, c.node, len(self.agents), self.ring)
 
     def agents_reason(self) -> str:
         """Why the agents stopped by themselves (a lone agent checks ``engine.max_pages`` itself)."""
         return ", ".join(sorted({a.summary.get("stop_reason", "") for a in self.agents if a.summary} - {""}))
-
-    def cluster_failed(self, task: asyncio.Task[None]) -> None:
-        """The bridge or the heartbeat stopped before the crawl did (the server lost for good, a bug):
-        without them this machine can neither exchange links nor see the end, so it stops, failed."""
-        if task.cancelled() or self.stopping:
-            return
-        error = task.exception()
-        where = "".join(traceback.format_exception(error)) if error is not None else "it ended"
-        print(f"crawl: the link exchange with the other machines failed; stopping: {where}", file=sys.stderr)
-        self.failed = True
-        self.stop_crawl("cluster failing")
-
-    async def beat_loop(self) -> None:
-        """Put this machine's entry every heartbeat; follow the machines that leave; stop the crawl once
-        every live machine's entry shows it over, or another stopped (a crawl over machines stops as one)."""
-        from engine.cluster import HEARTBEAT, crawl_over, left_out, note_beats, still_live
-
-        assert self.cluster is not None and self.bridge is not None and self.ring is not None
-        node, fence = self.config.cluster.node, self.config.cluster.ttl / 2
-        before: dict[str, Entry] = {}
-        while True:
-            try:  # fenced: past half the TTL without a beat, the others may soon take this machine's hosts
-                await asyncio.wait_for(self.beat(), fence)
-                view = await asyncio.wait_for(self.cluster.view(), fence)
-            except TimeoutError:
-                self.failed = True
-                self.stop_crawl(f"cut off: no beat put for {fence:g} s")
-                return
-            live = still_live(self.ring, view)
-            if live != self.ring.live and node in view and not self.stopping:  # not a view missing its own entry
-                self.leave(live)  # before the beats of the machines gone are forgotten
-            self.view, self.beats = view, note_beats(self.beats, view, time.monotonic())
-            if not self.stopping:
-                others = left_out(node, view)
-                other = next((e for n, e in view.items() if e.stop and n != node and n in live), None)
-                if others:
-                    self.failed = True
-                    self.stop_crawl(f"left out of the crawl by {', '.join(others)}")
-                elif crawl_over(before, view, self.ring):
-                    self.stop_crawl("done")
-                elif other is not None:
-                    self.stop_crawl(f"machine {other.node}: {other.stop}")
-                if self.stopping:
-                    await self.cluster.beat(stop=self.stop_reason)
-            before = view
-            await asyncio.sleep(HEARTBEAT)
-
-    async def beat(self) -> None:
-        assert self.cluster is not None and self.bridge is not None and self.ring is not None
-        await self.cluster.beat(quiet=self.quiet, published=dict(self.bridge.published),
-                                received=dict(self.bridge.received), stop=self.stop_reason,
-                                pages=self.total().pages, live=list(self.ring.live))
-
-    def leave(self, live: tuple[str, ...]) -> None:
-        """Machines left (entries expired): the ring over ``live``, in the manifest, then to every agent."""
-        assert self.ring is not None and self.members is not None
-        gone = sorted(set(self.ring.live) - set(live))
-        seen = {n: round(time.monotonic() - self.beats[n][1], 3) for n in gone if n in self.beats}
-        self.ring = GlobalRing(self.members, live)
-        self.update_manifest()
-        self.command_seq += 1
-        for agent in self.agents:
-            self.send(agent, {"cmd": "ring", "live": list(live), "seq": self.command_seq})
-        self.departures.append({"gone": gone, "live": list(live), "seconds_since_last_beat": seen})
-        print(f"crawl: machine {', '.join(gone)} left (no beat for {self.config.cluster.ttl:g} s); "
-              f"its hosts go to {', '.join(live)}", file=sys.stderr, flush=True)
 
     def update_manifest(self) -> None:
         """Rewrite the manifest while the crawl runs; no room for it stops the crawl (``store_full``)."""
@@ -368,6 +264,12 @@ class Supervisor:
         for agent in self.agents:
             self.send(agent, {"cmd": "stop", "reason": reason})
 
+    def tell(self, command: dict[str, Any]) -> None:
+        """Send ``command`` to every agent, not waiting for it to be applied."""
+        self.command_seq += 1
+        for agent in self.agents:
+            self.send(agent, {**command, "seq": self.command_seq})
+
     def send(self, agent: AgentProcess, command: dict[str, Any]) -> None:
         if agent.writer is not None and not agent.writer.is_closing():
             agent.writer.write(orjson.dumps(command) + b"\n")
@@ -410,8 +312,8 @@ class Supervisor:
             self.send(agent, {"cmd": "stop", "reason": self.stop_reason})
         elif self.paused:  # a restarted agent joins a paused crawl paused
             self.send(agent, {"cmd": "pause", "seq": self.command_seq})
-        if self.ring is not None and len(self.ring.live) < len(self.ring.members):  # it takes over what it has not
-            self.send(agent, {"cmd": "ring", "live": list(self.ring.live), "seq": self.command_seq})
+        for command in self.machines.commands() if self.machines is not None else []:
+            self.send(agent, {**command, "seq": self.command_seq})
         agent.summary = None
         listener = asyncio.create_task(self.listen(agent, reader))
         code = await agent.process.wait()
@@ -496,8 +398,8 @@ class Supervisor:
             for sender, s in enumerate(statuses)
             for receiver, position in s.links_out.items()
         )
-        if self.bridge is not None:  # the machines decide together (beat_loop)
-            self.quiet = quiet and self.bridge.drained({i: s.links_in for i, s in enumerate(statuses)})
+        if self.machines is not None and self.machines.bridge is not None:  # the machines decide together
+            self.machines.quiet = quiet and self.machines.bridge.drained({i: s.links_in for i, s in enumerate(statuses)})
             return
         self._quiet_ticks = self._quiet_ticks + 1 if quiet else 0
         if self._quiet_ticks >= 2:
@@ -521,10 +423,10 @@ class Supervisor:
         ``machines``: every live machine's entry from the view the heartbeat keeps (at most a heartbeat
         old), so a request costs no round trip to the broker."""
         status = {**self.total().as_dict(), "agents": [a.status.as_dict() for a in self.agents if a.status is not None]}
-        if self.cluster is not None:
+        if self.machines is not None:
             from engine.cluster import machines
 
-            status["machines"] = machines(self.view, self.beats, time.monotonic())
+            status["machines"] = machines(self.machines.view, self.machines.beats, time.monotonic())
         return status
 
     def metrics(self) -> bytes:
@@ -611,19 +513,12 @@ class Supervisor:
             "processes": len(self.agents),
             "startup_seconds": self.startup_seconds,
             "restarts": sum(a.restarts for a in self.agents),
-            **({"cluster": self.cluster_report()} if self.bridge is not None else {}),
+            **({"cluster": self.machines.report()} if self.machines is not None and self.machines.bridge else {}),
             **({"store_full": self.full_report()} if self.full is not None else {}),
             "agents": [{k: v for k, v in p.items() if k not in ("timeline", "config")} for p in parts],
             "config": describe(self.config, redact=True),
             "timeline": self.timeline,
         }
-
-    def cluster_report(self) -> dict[str, Any]:
-        """``stats.json``'s ``cluster``: this machine, the members, the messages of links it exchanged."""
-        assert self.bridge is not None
-        return {"node": self.config.cluster.node, "members": self.members,
-                "live": list(self.ring.live) if self.ring is not None else [], "departures": self.departures,
-                "messages_sent": self.bridge.messages_sent, "messages_received": self.bridge.messages_received}
 
     def full_report(self) -> dict[str, Any]:
         """``stats.json``'s ``store_full``: who found no room, to write what, and the free space there."""

@@ -62,7 +62,8 @@ from store.warc import end_of_complete_members
 class Takeover:
     """What one takeover did, for the agent's ``stats.json``."""
 
-    gone: list[str]
+    sources: list[str]  # the machines whose archives it read: those gone, or on a rejoin the others
+    handed_over: int = 0  # hosts it purged: another machine's agent owns them now (a machine rejoined)
     skipped: int = 0  # pages the machines gone stored, of hosts this agent now owns: never fetched again
     rederived: int = 0  # links of the machines gone's pages that this agent now owns, offered to its sieve
     rerouted: int = 0  # links of this agent's own pages to a host that moved, routed again
@@ -84,13 +85,14 @@ def stored_in(folder: Path, rules: LinkRules, max_body_bytes: int) -> Iterator[R
 
 
 def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], skip: set[int], seeds: Sequence[str],
-              gone: Mapping[str, Path], own: tuple[Path, str], rules: LinkRules, max_body_bytes: int) -> Takeover:
+              sources: Mapping[str, Path], own: tuple[Path, str], rules: LinkRules, max_body_bytes: int) -> Takeover:
     """Route by the ring over ``live`` instead of ``before`` and take this agent's share of the hosts
-    of the machines ``gone`` (node → its output folder), in the steps of the module's docstring."""
+    that moved to it, in the steps of the module's docstring: step 1 reads the archives of
+    ``sources`` (node → its output folder: the machines gone, or on a rejoin every other live one)."""
     assert router.members is not None
     old = GlobalRing(router.members, before)
-    router.leave(live)
-    report = Takeover(sorted(gone))
+    router.route_by(live)
+    report = Takeover(sorted(sources))
     frontier, me = router.crew.frontier, router.index
     moved: dict[str, bool] = {}
 
@@ -101,7 +103,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
             answer = moved[authority] = old.agents_list[old.owner(host_of(authority))][0] not in live
         return answer
 
-    for folder in gone.values():
+    for folder in sources.values():
         for page in stored_in(folder, rules, max_body_bytes):
             if not page.robots and router.owner_of(page.url) == me:
                 skip.add(fingerprint(page.url))
@@ -111,7 +113,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
                 report.rederived += len(mine)
                 frontier.discover(mine, page.url, None)
     directory, prefix = own
-    for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes):
+    for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes) if set(before) - set(live) else ():
         links = [link for link in page.links if has_moved(link)]
         if links:
             report.rerouted += len(links)
@@ -135,23 +137,30 @@ class Takeovers:
         self.checkpointer, self.rules = checkpointer, rules
         self.done: list[Takeover] = []
 
-    def leave(self, live: list[str]) -> None:
-        """Crawl by the ring over the ``live`` machines, taking this agent's share of the hosts of those
-        that left; then checkpoint, so that what it took survives a crash."""
+    def ring(self, live: list[str], sources: Sequence[str] = ()) -> None:
+        """Crawl by the ring over the ``live`` machines. The hosts this agent loses (machines rejoined) are
+        purged; it takes its share of the hosts of the machines that left, and on its own machine's rejoin
+        (``sources``: the others) what they stored of its hosts; then it checkpoints, so that what it took
+        survives a crash."""
         crew, router, config = self.crew, self.router, self.crew.config
         before = list(router.live)
         gone = sorted(set(before) - set(live))
-        if not gone:
+        if not gone and not sources:
+            router.route_by(live)
+            router.release_held()
+            handed = crew.frontier.hand_over(lambda authority: router.owner(authority) == router.index)
+            if handed:
+                self.done.append(Takeover([], handed_over=handed))
             return
         c = config.cluster
         root = Path(c.machines_root) if c.machines_root else config.out_dir.parent
-        report = take_over(router, before, live, self.skip, self.seeds, {node: root / node for node in gone},
+        report = take_over(router, before, live, self.skip, self.seeds, {n: root / n for n in [*gone, *sources]},
                            (self.checkpointer.warc, self.checkpointer.prefix), self.rules,
                            config.network.max_body_bytes)
         self.done.append(report)
-        print(f"crawl: agent {router.index} of {c.node}: took over its share of {', '.join(gone)}: {report.skipped} "
-              f"pages stored there skipped, {report.rederived} links re-derived, {report.rerouted} rerouted",
-              file=sys.stderr, flush=True)
+        print(f"crawl: agent {router.index} of {c.node}: took over its share of {', '.join(report.sources)}: "
+              f"{report.skipped} pages stored there skipped, {report.rederived} links re-derived, "
+              f"{report.rerouted} rerouted", file=sys.stderr, flush=True)
         if crew.full is None:
             with crew.full_stops():
                 self.checkpointer.checkpoint()

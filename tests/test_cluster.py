@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from engine.bridge import Bridge
-from engine.cluster import (Cluster, ClusterError, Entry, crawl_over, left_out, machines, note_beats, still_live,
+from engine.cluster import (Cluster, ClusterError, Entry, crawl_over, left_out, machines, note_beats, rejoining,
                             stream_name)
 from engine.config import ClusterConfig
 from engine.link_exchange import BRIDGE, Inbox, Outbox
@@ -133,15 +133,16 @@ def test_after_a_machine_left_the_end_needs_only_the_live_ones_and_their_spools_
     from_c, from_a = {"c.0>0": [1, 200]}, {"a.0>2": [1, 300]}
     view = lambda beat: {"a": Entry("a", 1, beat, True, a, from_c), "c": Entry("c", 1, beat, True, c, from_a)}  # noqa: E731
     assert not crawl_over(view(1), view(2), GlobalRing(three)), "b's entry expired: the ring with b is not over"
-    left = GlobalRing(three, still_live(GlobalRing(three), view(2)))
-    assert left.live == ("a", "c")
+    left = GlobalRing(three, ["a", "c"])
     assert crawl_over(view(1), view(2), left), "the spools to b, the machine gone, do not count"
     behind = {"a": Entry("a", 1, 2, True, a, from_c), "c": Entry("c", 1, 2, True, c, {"a.0>2": [1, 100]})}
     assert not crawl_over(view(1), behind, left)
-    # b comes back: the live set does not grow again, and b sees it was left out; its stop counts for no one
-    back = {**view(3), "b": Entry("b", 1, 1, stop="left out", live=["a", "b", "c"])}
+    # b comes back: beating again does not bring it back, asking to rejoin does; b sees it was left out
+    back = {**view(3), "b": Entry("b", 1, 1, live=["a", "b", "c"])}
     back["a"] = Entry("a", 1, 3, True, a, from_c, live=["a", "c"])
-    assert still_live(left, back) == ("a", "c")
+    assert rejoining(left, back) == []
+    assert rejoining(left, {**back, "b": Entry("b", 1, 2, live=["a", "b", "c"], joining=True)}) == ["b"]
+    assert rejoining(left, {**back, "b": Entry("b", 1, 2, joining=True, stop="x")}) == []
     assert left_out("b", back) == ["a"] and left_out("a", back) == []
     assert not crawl_over({}, {**view(2), "b": Entry("b", 1, 1, stop="done")}, left), "b's word counts no more"
 

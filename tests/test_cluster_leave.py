@@ -9,9 +9,10 @@ killed with its whole process tree. Judged from the web's request log and the WA
 exactly once across the three machines' archives (b's as the kill left them); no page b had
 stored was fetched again, and the only pages fetched twice are of b's hosts (its fetches in
 flight); no host or IP delay was violated across machines; and b's hosts were fetched again by
-the survivors within 30 s of the kill (the TTL, then the takeover). b started again with
-``--resume`` while the others crawl is refused: its hosts are theirs now. And a machine cut off
-from the server (frozen with SIGSTOP) stops fetching within the TTL: the fence.
+the survivors within 30 s of the kill (the TTL, then the takeover). b, started again with
+``--resume`` once the others took its hosts, rejoins: they hand its hosts back, it crawls them
+again, and all three end ``done`` with still every page stored once. And a machine cut off from
+the server (frozen with SIGSTOP) stops fetching within the TTL: the fence.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -28,7 +30,7 @@ import pytest
 
 from bench.invitro import WebParams
 from engine.ownership import GlobalRing
-from tests.invitro_harness import WebThread, crawl_command, page_requests, reachable, url_of, when_requests
+from tests.invitro_harness import WebThread, crawl_command, page_requests, reachable, url_of, when_logged, when_requests
 from tests.nats_server import nats_server
 from tests.test_agents import check_politeness, records_at_crash, warc_records
 from tests.test_cluster_crawl import host
@@ -38,6 +40,7 @@ TTL = 2.0
 SETTINGS = ["politeness.host_delay=0.2", "politeness.ip_delay=0.05", "engine.fetchers=30",
             "engine.checkpoint_interval=0.3", "engine.processes=1", "cluster.crawl_id=\"leave\"", f"cluster.ttl={TTL}"]
 NODES = ("a", "b", "c")
+IN_FLIGHT = 0.5  # seconds after the kill within which a request logged was b's, in flight
 TAKEOVER_TARGET = 30.0  # seconds from the kill to the survivors' first fetch of one of its hosts
 
 
@@ -67,6 +70,25 @@ def wait_manifest(out: Path, live: list[str], timeout: float) -> bool:
     return False
 
 
+RING = GlobalRing([(node, 1) for node in NODES])
+
+
+def of_b(host: str) -> bool:
+    return RING.agents_list[RING.owner(host)][0] == "b"
+
+
+def taken_over(web: WebThread, killed: float, n: int) -> threading.Event:
+    """Set once the web answered ``n`` requests for b's hosts that began after the kill (the survivors')."""
+    seen = [0]
+
+    def counts(entry: dict[str, object]) -> bool:
+        if of_b(str(entry["host"])) and float(entry["start"]) > killed:  # type: ignore[arg-type]
+            seen[0] += 1
+        return seen[0] >= n
+
+    return when_logged(web, counts)
+
+
 @pytest.fixture(scope="module")
 def machine_gone(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("leave")
@@ -85,10 +107,10 @@ def machine_gone(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
                 machines["b"].wait(30)
                 stored_at_crash = records_at_crash(root / "b")
                 assert wait_manifest(root / "a", ["a", "c"], 60), "a never took b out of its ring"
-                back = start(root, "b", seeds, web, broker.url, "--resume")
-                errors["b"] = finish(back, root, "b", 60)
-                rejoined = back.returncode
-                for node in ("a", "c"):
+                assert taken_over(web, killed, 10).wait(60), "the survivors did not crawl b's hosts"
+                machines["b"] = start(root, "b", seeds, web, broker.url, "--resume")
+                rejoined = time.monotonic()
+                for node in NODES:
                     errors[node] = finish(machines[node], root, node, 240)
             finally:
                 for process in machines.values():
@@ -97,24 +119,23 @@ def machine_gone(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
                         process.wait(30)
     finally:
         log = web.stop()
-    for node in ("a", "c"):
+    for node in NODES:
         assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
-    stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in ("a", "c")}
+    stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in NODES}
     pages = {node: [uri for kind, uri in warc_records(root / node) if kind in ("response", "revisit")
-                    and not uri.endswith("/robots.txt")] for node in ("a", "c")}
-    pages["b"] = [u for u in stored_at_crash if not u.endswith("/robots.txt")]
-    return web.model, expected, log, stats, pages, killed, (rejoined, errors["b"])
+                    and not uri.endswith("/robots.txt")] for node in NODES}
+    at_crash = [u for u in stored_at_crash if not u.endswith("/robots.txt")]
+    return web.model, expected, log, stats, pages, killed, (rejoined, at_crash)
 
 
 def b_hosts(model, log) -> set[str]:  # type: ignore[no-untyped-def]
-    ring = GlobalRing([(node, 1) for node in NODES])
-    return {r.host for r in log if ring.agents_list[ring.owner(r.host)][0] == "b"}
+    return {r.host for r in log if of_b(r.host)}
 
 
 def test_the_survivors_finish_with_every_reachable_page_stored_once(machine_gone) -> None:  # type: ignore[no-untyped-def]
     model, expected, log, stats, pages, *_ = machine_gone
     assert {s["stop_reason"] for s in stats.values()} == {"done"}
-    assert all(s["cluster"]["live"] == ["a", "c"] for s in stats.values())
+    assert all(s["cluster"]["live"] == list(NODES) for s in stats.values())
     assert [d["gone"] for s in stats.values() for d in s["cluster"]["departures"]] == [["b"], ["b"]]
     requested = Counter(url_of(r, model.port) for r in page_requests(log))
     assert set(requested) == expected, f"never fetched: {sorted(expected - set(requested))[:5]}"
@@ -124,25 +145,28 @@ def test_the_survivors_finish_with_every_reachable_page_stored_once(machine_gone
 
 
 def test_no_page_b_stored_is_fetched_again_and_only_its_fetches_in_flight_are(machine_gone) -> None:  # type: ignore[no-untyped-def]
-    model, expected, log, stats, pages, *_ = machine_gone
-    assert pages["b"], "b must have stored pages before the kill"
+    model, expected, log, stats, pages, killed, (_, at_crash) = machine_gone
+    assert at_crash, "b must have stored pages before the kill"
     requested = Counter(url_of(r, model.port) for r in page_requests(log))
     repeated = {u for u, n in requested.items() if n > 1}
-    assert not repeated & set(pages["b"]), "a page b had stored was fetched again"
+    assert not repeated & set(at_crash), "a page b had stored was fetched again"
     hosts = b_hosts(model, log)
     assert {host(u) for u in repeated} <= hosts, "a page of a live machine's host fetched twice"
     assert len(repeated) <= 30, "more repeats than b had fetchers"  # engine.fetchers
     skipped = sum(t["skipped"] for s in stats.values() for agent in s["agents"] for t in agent.get("takeovers", []))
-    assert skipped >= len(pages["b"]), "the survivors' skip sets must hold every page b stored"
-    print(f"reachable {len(expected)}, stored by b before the kill {len(pages['b'])}, by a {len(pages['a'])}, "
-          f"by c {len(pages['c'])}; fetched twice {len(repeated)} (b's fetches in flight); skipped {skipped}")
+    assert skipped >= len(at_crash), "the survivors' skip sets must hold every page b stored"
+    print(f"reachable {len(expected)}, stored by b before the kill {len(at_crash)}, in all {len(pages['b'])}, "
+          f"by a {len(pages['a'])}, by c {len(pages['c'])}; fetched twice {len(repeated)} (b's fetches in flight); "
+          f"skipped {skipped}")
 
 
 def test_b_hosts_are_crawled_again_within_30_s_with_no_politeness_violation(machine_gone) -> None:  # type: ignore[no-untyped-def]
-    model, expected, log, stats, pages, killed, _ = machine_gone
+    model, expected, log, stats, pages, killed, (rejoined, _) = machine_gone
     check_politeness(log)  # every host and IP, across the three machines
     hosts = b_hosts(model, log)
-    after = sorted(r.start for r in log if r.host in hosts and r.start > killed)
+    # b's own requests in flight at the kill can be logged just after it (the head complete): none of the
+    # survivors' can come before b's entry expired, a TTL later
+    after = sorted(r.start for r in log if r.host in hosts and killed + IN_FLIGHT < r.start < rejoined)
     assert after, "no host of b was fetched after the kill"
     takeover = after[0] - killed
     print(f"b's hosts fetched again {takeover:.2f} s after the kill (TTL {TTL:g} s)")
@@ -151,9 +175,17 @@ def test_b_hosts_are_crawled_again_within_30_s_with_no_politeness_violation(mach
     assert {host(u) for u in survivors} & hosts, "the survivors stored no page of b's hosts"
 
 
-def test_a_machine_that_left_cannot_rejoin_the_crawl(machine_gone) -> None:  # type: ignore[no-untyped-def]
-    *_, (status, stderr) = machine_gone
-    assert status == 1 and "cannot rejoin" in stderr, stderr
+def test_b_rejoins_and_crawls_its_hosts_again_after_the_others_handed_them_back(machine_gone) -> None:  # type: ignore[no-untyped-def]
+    model, expected, log, stats, pages, killed, (rejoined, at_crash) = machine_gone
+    assert stats["b"]["cluster"]["rejoins"] == ["b"]
+    assert all(s["cluster"]["rejoins"] == ["b"] for node, s in stats.items() if node != "b")
+    again = set(pages["b"]) - set(at_crash)
+    assert again, "b stored nothing after it rejoined"
+    assert {host(u) for u in again} <= b_hosts(model, log), "b crawled a host that is not its own"
+    handed = sum(t["handed_over"] for node in ("a", "c") for agent in stats[node]["agents"]
+                 for t in agent.get("takeovers", []))
+    assert handed > 0, "the survivors purged none of b's hosts"
+    print(f"b stored {len(again)} pages after it rejoined; the survivors handed {handed} hosts back")
 
 
 def test_a_machine_cut_off_from_the_server_stops_before_the_others_could_take_its_hosts(tmp_path: Path) -> None:

@@ -1,0 +1,229 @@
+"""This machine's part in a crawl over several (issue 17): the supervisor's side of ``engine/cluster.py``.
+
+The supervisor (``engine/supervisor.py``) makes one :class:`Machines` when ``cluster.url`` is set. It
+
+* **joins** the crawl: waits for ``cluster.size`` machines (a resumed machine keeps the members and
+  the live machines of its manifest) and makes the bridge (``engine/bridge.py``);
+* **beats** its entry every heartbeat (quiet, spool positions, pages, the live machines it crawls
+  by) and reads everyone's: it stops the crawl when the view shows it over or another live
+  machine stopped; and it **fences** itself: unable to put its entry for half the TTL, it stops
+  (``cut off``), before the others could take its hosts;
+* **follows the machines that leave**: a machine whose entry expired has left; the ring over the
+  others goes into the manifest and to every agent (``ring``), which takes its share of the hosts
+  over (``engine/takeover.py``);
+* **rejoins**, or lets a machine rejoin. A machine that left and comes back with ``--resume``
+  finds itself left out of the others' ``live``; it puts its entry with ``joining`` and the ring
+  of the others plus itself, and keeps its agents paused. Each other machine, seeing it, pauses
+  its agents until their fetches in flight are over, gives them the larger ring (they purge the
+  hosts they lose: no fetch of them starts again), resumes them, and only then names the machine
+  in its ``live``: its handoff is done. Once every live machine names it, the machine's agents take
+  the ring with the others' archives as sources (the pages those stored of its hosts go into their
+  skip sets, the links they own into their sieves), and it resumes them. So no host is fetched by
+  two machines at once, and no page stored is fetched again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+import traceback
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from engine.bridge import Bridge
+from engine.cluster import (HEARTBEAT, Beats, Cluster, ClusterError, Entry, crawl_over, left_out, note_beats,
+                            rejoining)
+from engine.ownership import GlobalRing, Member
+
+if TYPE_CHECKING:
+    from engine.supervisor import Supervisor
+
+
+class Machines:
+    def __init__(self, supervisor: Supervisor, agents: int) -> None:
+        self.supervisor = supervisor
+        self.config = supervisor.config.cluster
+        self.cluster = Cluster(self.config, agents)
+        self.agents = agents
+        self.members: list[Member] = []
+        self.ring: GlobalRing | None = None  # over the live machines
+        self.bridge: Bridge | None = None
+        self.departures: list[dict[str, Any]] = []  # machines that left, for stats.json
+        self.rejoins: list[str] = []  # machines that came back, this one included
+        self.quiet = False  # this machine has nothing to do, send or read (Supervisor.check_end)
+        self.view: dict[str, Entry] = {}  # the entries as the heartbeat last read them, for GET /status
+        self.beats: Beats = {}
+        self.joining = False  # this machine is rejoining: its agents wait for the others' handoff
+        self.switching: asyncio.Task[None] | None = None  # a handoff under way
+
+    @property
+    def live(self) -> list[str]:
+        assert self.ring is not None
+        return list(self.ring.live)
+
+    def manifest(self) -> dict[str, Any]:
+        return {"members": self.members, "live": self.live} if self.ring is not None else {}
+
+    async def join(self) -> None:
+        """Join the crawl (a resumed machine keeps its manifest's members; one left out rejoins),
+        and make the bridge over the ring."""
+        cluster, node, out = self.cluster, self.config.node, self.supervisor.out
+        await cluster.connect()
+        manifest = out / "crawl.json"
+        saved = orjson.loads(manifest.read_bytes()) if self.supervisor.resuming and manifest.exists() else {}
+        if "members" in saved:
+            self.members = [(n, agents) for n, agents in saved["members"]]
+            live = saved.get("live")
+            if left_out(node, await cluster.view()):
+                live = sorted({*await self.others_live(), node})
+                self.joining = self.supervisor.paused = True  # its agents start paused
+                print(f"crawl: machine {node} rejoins crawl {self.config.crawl_id!r}: {', '.join(live)}",
+                      file=sys.stderr, flush=True)
+            self.ring = GlobalRing(self.members, live)
+            await cluster.beat(live=self.live, joining=self.joining)
+        else:
+            self.members = await cluster.wait_members()
+            self.ring = GlobalRing(self.members)
+        self.bridge = Bridge(cluster.js, out, self.config.crawl_id, node, self.agents, self.ring)
+
+    async def others_live(self) -> list[str]:
+        """The live machines the others agree on (waited for while they change, up to the join timeout)."""
+        deadline = time.monotonic() + self.config.join_timeout
+        while True:
+            view = await self.cluster.view()
+            agreed = {tuple(e.live) for n, e in view.items() if n != self.config.node and e.live and not e.stop}
+            if len(agreed) == 1:
+                return list(agreed.pop())
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the machines of crawl {self.config.crawl_id!r} do not agree on who is live")
+            await asyncio.sleep(HEARTBEAT)  # they change their rings at this pace
+
+    async def run(self) -> None:
+        """The bridge and the heartbeat, until cancelled; either failing stops the crawl, failed."""
+        assert self.bridge is not None
+        tasks = [asyncio.create_task(self.bridge.run()), asyncio.create_task(self.beat_loop())]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            if not self.supervisor.stopping:
+                error = next(iter(done)).exception()
+                where = "".join(traceback.format_exception(error)) if error is not None else "it ended"
+                print(f"crawl: the link exchange with the other machines failed; stopping: {where}", file=sys.stderr)
+                self.supervisor.failed = True
+                self.supervisor.stop_crawl("cluster failing")
+        finally:
+            for task in [*tasks, *([self.switching] if self.switching else [])]:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def close(self, reason: str) -> None:
+        with contextlib.suppress(Exception):  # the last word, in case no beat carried it (the server may be gone)
+            await self.cluster.beat(stop=reason)
+        await self.cluster.close()
+
+    async def beat(self) -> None:
+        assert self.bridge is not None
+        s = self.supervisor
+        await self.cluster.beat(quiet=self.quiet, published=dict(self.bridge.published), received=dict(self.bridge.received),
+                                stop=s.stop_reason, pages=s.total().pages, live=self.live, joining=self.joining)
+
+    async def beat_loop(self) -> None:
+        """Put this machine's entry every heartbeat; follow the machines that leave and rejoin; stop the crawl
+        once every live machine's entry shows it over, or another stopped (a crawl over machines stops as one)."""
+        assert self.ring is not None
+        s, node, fence = self.supervisor, self.config.node, self.config.ttl / 2
+        before: dict[str, Entry] = {}
+        while True:
+            try:  # fenced: past half the TTL without a beat, the others may soon take this machine's hosts
+                await asyncio.wait_for(self.beat(), fence)
+                view = await asyncio.wait_for(self.cluster.view(), fence)
+            except TimeoutError:
+                s.failed = True
+                s.stop_crawl(f"cut off: no beat put for {fence:g} s")
+                return
+            if not s.stopping and node in view:  # a view without this machine's own entry is not to act on
+                await self.follow(view)
+            self.view, self.beats = view, note_beats(self.beats, view, time.monotonic())
+            if not s.stopping:
+                others = [] if self.joining else left_out(node, view)
+                other = next((e for n, e in view.items() if e.stop and n != node and n in self.ring.live), None)
+                if others:
+                    s.failed = True
+                    s.stop_crawl(f"left out of the crawl by {', '.join(others)}")
+                elif crawl_over(before, view, self.ring):
+                    s.stop_crawl("done")
+                elif other is not None:
+                    s.stop_crawl(f"machine {other.node}: {other.stop}")
+                if s.stopping:
+                    await self.cluster.beat(stop=s.stop_reason)
+            before = view
+            await asyncio.sleep(HEARTBEAT)
+
+    async def follow(self, view: dict[str, Entry]) -> None:
+        """Machines gone, or coming back: change the ring (at once for those gone, by a handoff for the others)."""
+        assert self.ring is not None
+        if self.switching is not None and not self.switching.done():
+            return
+        if self.joining:
+            node = self.config.node
+            if all(node in view[n].live for n in self.ring.live if n != node and n in view):
+                self.switching = asyncio.create_task(self.rejoin())
+            return
+        gone = await self.cluster.gone([n for n in self.ring.live if n not in view])
+        back = rejoining(self.ring, view)
+        if gone:
+            self.leave(tuple(n for n in self.ring.live if n not in gone))
+        elif back:
+            self.switching = asyncio.create_task(self.hand_over(tuple(sorted({*self.ring.live, *back}))))
+
+    def leave(self, live: tuple[str, ...]) -> None:
+        """Machines left (entries expired): the ring over ``live``, in the manifest, then to every agent."""
+        assert self.ring is not None
+        gone = sorted(set(self.ring.live) - set(live))
+        seen = {n: round(time.monotonic() - self.beats[n][1], 3) for n in gone if n in self.beats}
+        self.ring = GlobalRing(self.members, live)
+        self.supervisor.update_manifest()
+        self.supervisor.tell({"cmd": "ring", "live": list(live)})
+        self.departures.append({"gone": gone, "live": list(live), "seconds_since_last_beat": seen})
+        print(f"crawl: machine {', '.join(gone)} left (no beat for {self.config.ttl:g} s); "
+              f"its hosts go to {', '.join(live)}", file=sys.stderr, flush=True)
+
+    async def hand_over(self, live: tuple[str, ...]) -> None:
+        """Machines rejoin: this one's agents stop fetching the hosts they lose (paused until no fetch is in
+        flight, then the larger ring, which purges those hosts), and only then its entry names the newcomers."""
+        assert self.ring is not None
+        s, joined = self.supervisor, sorted(set(live) - set(self.ring.live))
+        print(f"crawl: machine {', '.join(joined)} rejoins; handing its hosts over", file=sys.stderr, flush=True)
+        paused = s.paused
+        await s.pause()
+        await s.command({"cmd": "ring", "live": list(live)})
+        self.ring = GlobalRing(self.members, live)
+        s.update_manifest()
+        if not paused:
+            await s.resume()
+        self.rejoins += joined
+
+    async def rejoin(self) -> None:
+        """Every live machine handed this one's hosts over: its agents read what the others stored of them,
+        then crawl."""
+        assert self.ring is not None
+        others = [n for n in self.ring.live if n != self.config.node]
+        await self.supervisor.command({"cmd": "ring", "live": self.live, "sources": others})
+        self.joining = False
+        self.rejoins.append(self.config.node)
+        await self.supervisor.resume()
+
+    def report(self) -> dict[str, Any]:
+        """``stats.json``'s ``cluster``: this machine, the members, the live ones, who left and who came back,
+        the messages of links it exchanged."""
+        assert self.bridge is not None
+        return {"node": self.config.node, "members": self.members, "live": self.live, "departures": self.departures,
+                "rejoins": self.rejoins, "messages_sent": self.bridge.messages_sent,
+                "messages_received": self.bridge.messages_received}
+
+    def commands(self) -> list[dict[str, Any]]:
+        """What an agent (re)started is told: the live machines (its checkpoint has the ring it routed by;
+        it takes over what that had not, or hands over what it should not have)."""
+        return [{"cmd": "ring", "live": self.live}] if self.ring is not None else []
