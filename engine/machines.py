@@ -29,21 +29,43 @@ import contextlib
 import sys
 import time
 import traceback
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
 
 import orjson
 
 from engine.bridge import Bridge
 from engine.cluster import (HEARTBEAT, Beats, Cluster, ClusterError, Entry, crawl_over, left_out, note_beats,
                             rejoining)
+from engine.config import Config
 from engine.ownership import GlobalRing, Member
+from engine.status import AgentStatus
 
-if TYPE_CHECKING:
-    from engine.supervisor import Supervisor
+
+class Machine(Protocol):
+    """What of the supervisor (``engine/supervisor.py``) this machine's part in the crawl uses."""
+
+    config: Config
+    out: Path
+    resuming: bool
+    paused: bool
+    stopping: bool
+    stop_reason: str
+    failed: bool
+
+    def stop_crawl(self, reason: str) -> None: ...
+    def total(self) -> AgentStatus: ...
+    def update_manifest(self) -> None: ...
+    def tell(self, command: dict[str, Any]) -> None: ...
+    async def pause(self) -> None: ...
+    async def resume(self) -> None: ...
+    async def command(self, command: dict[str, Any], until: Callable[[AgentStatus], bool] | None = None,
+                      timeout: float = 30.0) -> None: ...
 
 
 class Machines:
-    def __init__(self, supervisor: Supervisor, agents: int) -> None:
+    def __init__(self, supervisor: Machine, agents: int) -> None:
         self.supervisor = supervisor
         self.config = supervisor.config.cluster
         self.cluster = Cluster(self.config, agents)
@@ -210,6 +232,7 @@ class Machines:
         then crawl."""
         assert self.ring is not None
         others = [n for n in self.ring.live if n != self.config.node]
+        await asyncio.sleep(self.supervisor.config.politeness.host_delay)  # another's last fetch of a host may just have ended
         await self.supervisor.command({"cmd": "ring", "live": self.live, "sources": others})
         self.joining = False
         self.rejoins.append(self.config.node)

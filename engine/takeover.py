@@ -8,10 +8,11 @@ carried over: every URL queued anywhere was a seed, or a link or redirect target
 machine stored, and every stored page is in its machine's WARC files, with a metadata record
 listing the links as they were discovered. So an agent taking hosts over (:func:`take_over`)
 
-1. reads the WARC files of each machine gone, on shared storage (``cluster.machines_root/NODE``;
-   on one box, that machine's ``--out`` folder): a page stored there whose host it now owns goes
-   into its skip set (``Fetchers.skip``: never fetched again), and every link it now owns is
-   discovered (its sieve drops those it knew);
+1. reads the WARC files of each machine gone (or, when its own machine rejoins, of every other
+   live machine, which crawled its hosts meanwhile), on shared storage
+   (``cluster.machines_root/NODE``; on one box, that machine's ``--out`` folder): a page stored
+   there whose host it now owns goes into its skip set (``Fetchers.skip``: never fetched again),
+   and every link it now owns is discovered (its sieve drops those it knew);
 2. reads its own WARC files: every link to a host that moved is routed again, by the new ring, to
    its new owner (itself, another agent of its machine, another machine's through the bridge).
    This covers the links it had sent to the machine gone (in a spool, in the stream, in that
@@ -35,7 +36,9 @@ storage is the machines' output folders side by side; on several, a shared mount
 killed, or it fenced itself (a supervisor that cannot beat for half the TTL stops its crawl), so
 the new owner's first fetch of one of its hosts comes at least the TTL after the old owner's last,
 and the TTL is above the host delay. Its fetches in flight were not stored, so they are fetched
-again: the only repeats.
+again: the only repeats. When a machine rejoins, the agents that lose hosts to it purge them
+(:func:`hand_over`) while paused with no fetch in flight (``engine/machines.py``), before it
+reads their archives and starts.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +57,9 @@ from engine.ownership import GlobalRing
 from engine.parse import LinkRules
 from engine.resume import Replayed, replay, replay_file
 from engine.routing import LinkRouter
+from frontier.frontier import Frontier
 from frontier.urls import fingerprint, host_of, split
+from frontier.visit_state import Phase
 from store.warc import end_of_complete_members
 
 
@@ -126,6 +131,16 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     return report
 
 
+def hand_over(frontier: Frontier, keeps: Callable[[str], bool]) -> int:
+    """Purge every host whose scheme and authority ``keeps`` refuses (another agent owns it now): its
+    queued URLs are dropped, and so are its later ones; returns how many hosts."""
+    lost = [vs for authority, vs in frontier.distributor.host_to_visit_state.items()
+            if vs.phase is not Phase.PURGED and not keeps(authority)]
+    for vs in lost:
+        frontier.purge(vs, "handed_over")
+    return len(lost)
+
+
 class Takeovers:
     """An agent's takeovers, each when its supervisor says which machines are live (``ring``): when
     machines leave, and at the agent's start in a crawl some have left (its checkpoint names the
@@ -148,7 +163,7 @@ class Takeovers:
         if not gone and not sources:
             router.route_by(live)
             router.release_held()
-            handed = crew.frontier.hand_over(lambda authority: router.owner(authority) == router.index)
+            handed = hand_over(crew.frontier, lambda authority: router.owner(authority) == router.index)
             if handed:
                 self.done.append(Takeover([], handed_over=handed))
             return

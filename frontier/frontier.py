@@ -409,15 +409,6 @@ class Frontier:
         vs.transition("purge")
         self.drops[f"purged_{reason}"] += max(dropped, 1)
 
-    def hand_over(self, keeps: Callable[[str], bool]) -> int:
-        """Purge every host whose scheme and authority ``keeps`` refuses (another agent owns it now): its
-        queued URLs are dropped, and so are its later ones; returns how many hosts."""
-        lost = [vs for authority, vs in self.distributor.host_to_visit_state.items()
-                if vs.phase is not Phase.PURGED and not keeps(authority)]
-        for vs in lost:
-            self.purge(vs, "handed_over")
-        return len(lost)
-
     # -- step 4: fetching ----------------------------------------------------------------
 
     def acquire(self, now: float) -> VisitState | None:
