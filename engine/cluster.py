@@ -129,6 +129,8 @@ def crawl_over(before: Mapping[str, Entry], now: Mapping[str, Entry], ring: Glob
     nodes = set(ring.live)
     if any(e.stop == "done" for node, e in now.items() if node in nodes):
         return True
+    if any(e.joining and not e.stop for e in now.values()):
+        return False  # a machine rejoining: the hosts handed back to it are nobody's work until it takes them
     if not nodes <= set(before) or not nodes <= set(now):
         return False  # a member missing (not joined, or its entry expired): not over
     for node in nodes:

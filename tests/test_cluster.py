@@ -145,6 +145,7 @@ def test_after_a_machine_left_the_end_needs_only_the_live_ones_and_their_spools_
     assert rejoining(left, {**back, "b": Entry("b", 1, 2, joining=True, stop="x")}) == []
     assert left_out("b", back) == ["a"] and left_out("a", back) == []
     assert not crawl_over({}, {**view(2), "b": Entry("b", 1, 1, stop="done")}, left), "b's word counts no more"
+    assert not crawl_over(view(1), {**view(2), "b": Entry("b", 1, 1, joining=True)}, left), "b is taking its hosts back"
 
 
 async def wait_for(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
