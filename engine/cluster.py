@@ -100,8 +100,10 @@ class Entry:
 
     @property
     def state(self) -> str:
-        """``crawling``; ``quiet``: idle, nothing unsent or unread; ``stopped: REASON``."""
-        return f"stopped: {self.stop}" if self.stop else "quiet" if self.quiet else "crawling"
+        """``crawling``; ``quiet``: idle, nothing unsent or unread; ``rejoining``: waiting for its hosts
+        to be handed back; ``stopped: REASON``."""
+        return (f"stopped: {self.stop}" if self.stop else "rejoining" if self.joining
+                else "quiet" if self.quiet else "crawling")
 
     def encode(self) -> bytes:
         return orjson.dumps(asdict(self))
