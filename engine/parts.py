@@ -20,6 +20,9 @@ from frontier.scope import Scope
 from frontier.settings import FrontierSettings, FrontierStatistics
 from store.archive import Archive, config_digest
 
+SOFTWARE = "crawl/0.1.0 (Python, BUbiNG-style)"
+"""Who wrote the archive: the ``software`` of each WARC file's warcinfo record, and of a WACZ's data package."""
+
 
 def build_frontier(config: Config, directory: Path, seeds: list[str], filters: PhaseFilters) -> Frontier:
     """The frontier in ``directory`` (resumed from its checkpoint, if any), with the crawl policy of ``[policy]``."""
@@ -85,7 +88,7 @@ def build_archive(config: Config, directory: Path, prefix: str) -> Archive:
         prefix,
         config.store,
         info={
-            "software": "crawl/0.1.0 (Python, BUbiNG-style)",
+            "software": SOFTWARE,
             "format": "WARC File Format 1.1",
             "hostname": socket.gethostname(),
             "http-header-user-agent": config.engine.user_agent,

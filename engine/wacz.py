@@ -38,14 +38,15 @@ from warcio.archiveiterator import ArchiveIterator
 
 from engine.content import decode
 from engine.parse import title_of
+from engine.parts import SOFTWARE
 from store import cdxj
 from store.durable import replace_file
 from store.warc import OPEN_SUFFIX, WARC_SUFFIX
 
 WACZ_VERSION = "1.1.1"
-SOFTWARE = "crawl/0.1.0 (Python, BUbiNG-style)"
 INDEX_PATH = "indexes/index.cdx"
 PAGES_PATH = "pages/pages.jsonl"
+HTML = frozenset(("text/html", "application/xhtml+xml"))
 TITLE_BYTES = 1 << 16  # of payload read for a page's title: the <title> is in the head
 _CHUNK = 1 << 20
 
@@ -83,8 +84,8 @@ class NotFinished(Exception):
 
 def _pages(folder: Path, lines: Iterable[bytes]) -> list[Page]:
     """The HTML pages fetched with 200, oldest first, each with its title (see the module docstring)."""
-    entries = [e for e in map(cdxj.parse_line, lines) if e.status == 200 and e.mime in ("text/html", "warc/revisit")]
-    html = [e for e in entries if e.mime == "text/html"]
+    entries = [e for e in map(cdxj.parse_line, lines) if e.status == 200 and (e.mime in HTML or e.mime == "warc/revisit")]
+    html = [e for e in entries if e.mime in HTML]
     readers: dict[str, BinaryIO] = {}
     try:
         titles = {e.digest: _title(readers, folder, e) for e in html}
