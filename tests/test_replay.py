@@ -163,7 +163,8 @@ def test_the_wacz_holds_the_warc_files_the_index_and_the_pages(crawl: Path, pack
         (c.url, f"{c.timestamp[:4]}-{c.timestamp[4:6]}-{c.timestamp[6:8]}T{c.timestamp[8:10]}:{c.timestamp[10:12]}:"
                 f"{c.timestamp[12:]}Z") for c in pages)
     expected = payloads(warc)
-    for page, c in zip(sorted(lines, key=lambda p: p["url"]), sorted(pages, key=lambda c: c.url), strict=True):
+    for page, c in zip(sorted(lines, key=lambda p: (p["url"], p["ts"])), sorted(pages, key=lambda c: (c.url, c.timestamp)),
+                       strict=True):
         body = expected[(c.url, c.timestamp)]
         html = gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body
         title = re.search(rb"<title>(.*?)</title>", html)
