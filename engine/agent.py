@@ -209,10 +209,13 @@ class Agent:
             stats=self.crew.stats.as_dict(), cpu_seconds=cpu_seconds() - self._cpu_at_start, rss_bytes=rss_bytes(),
             in_flight=self.fetchers.in_flight, todo=len(self.todo), hosts=fs.workbench.visit_states,
             ips=fs.workbench.entries, **frontier_figures(fs), dns_cache=len(self.resolvers.resolver.cache),
-            histograms={"fetch_latency_seconds": self.fetchers.latency.as_dict(),
-                        "politeness_wait_seconds": self.todo_filler.politeness_wait.as_dict()},
-            policy=fs.policy, links_out=links_out, links_in=links_in,
+            histograms=self.histograms(), policy=fs.policy, links_out=links_out, links_in=links_in,
         )
+
+    def histograms(self) -> dict[str, Any]:
+        """Fetch latency and the todo filler's politeness waits, per bucket (``GET /metrics``, stats.json)."""
+        return {"fetch_latency_seconds": self.fetchers.latency.as_dict(),
+                "politeness_wait_seconds": self.todo_filler.politeness_wait.as_dict()}
 
     def summary(self) -> dict[str, Any]:
         elapsed = time.monotonic() - self.started
@@ -233,6 +236,7 @@ class Agent:
                          "dup_lookups": fs.dup_lookups, "to_disk": fs.distributor.to_disk,
                          "from_disk": fs.distributor.from_disk, "drops": fs.drops},
             "policy": fs.policy,
+            "histograms": self.histograms(),  # added up bucket by bucket over agents, read by `crawl report`
             **({"quality": fs.quality} if fs.quality else {}),
             **({"credentials": self.credentials.statistics()} if self.credentials else {}),
             "store": dataclasses.asdict(self.store.statistics()),
