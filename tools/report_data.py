@@ -13,7 +13,8 @@ Every source is optional, and a missing one leaves its fields empty (``None``), 
   does not hold (URLs robots.txt disallowed, fetch errors by kind, duplicates the store caught,
   the politeness-wait histogram);
 * ``OUT/crawl.json``: the manifest, written at the start, so a running crawl has it too: the
-  configuration (politeness delays, the policy and its model);
+  seeds (each shown with the status of its first capture, as Heritrix's seeds report does) and
+  the configuration (politeness delays, the policy and its model);
 * ``OUT/rank-host.csv``: ``crawl rank``'s host ranking (:mod:`engine.rank_cli`), when it was run;
 * the policy's model folder (``policy.model``): the ``report.md`` and ``graph.svg`` that
   ``crawl learn`` wrote there.
@@ -31,12 +32,14 @@ import calendar
 import csv
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from frontier.urls import canonicalize
 from store.cdxj import CDXJ_SUFFIX, OPEN_SUFFIX, IndexEntry, parse_line
 
 # upper bounds of the size classes, in bytes; the last class is "more"
@@ -89,6 +92,7 @@ class IndexFacts:
     bytes_per_second: Counter[int] = field(default_factory=Counter)  # unix second → bytes of every record
     hosts: dict[str, HostRow] = field(default_factory=dict)
     robots: Counter[str] = field(default_factory=Counter)  # outcome → robots.txt answers
+    seeds: dict[str, tuple[str, str]] = field(default_factory=dict)  # canonical seed → (timestamp, status) first seen
     revisit_records: int = 0
     recaptures: int = 0  # captures of a URL captured before
     recaptured_urls: int = 0  # URLs captured more than once
@@ -107,6 +111,9 @@ class IndexFacts:
         row.bytes += entry.length
         if entry.mime == REVISIT_MIME:
             self.revisit_records += 1
+        first = self.seeds.get(entry.url)
+        if first is not None and (not first[0] or entry.timestamp < first[0]):
+            self.seeds[entry.url] = (entry.timestamp, str(entry.status) if entry.status is not None else "none")
         captures = self._seen.get(entry.url, 0)
         self._seen[entry.url] = captures + 1
         if captures:
@@ -137,9 +144,12 @@ def _size_class(length: int) -> int:
     return next((i for i, bound in enumerate(SIZE_BOUNDS) if length <= bound), len(SIZE_BOUNDS))
 
 
-def read_indexes(folder: Path) -> IndexFacts:
-    """Every finished and open index in ``folder`` (``OUT/warc``), torn lines skipped and counted."""
+def read_indexes(folder: Path, seeds: Sequence[str] = ()) -> IndexFacts:
+    """Every finished and open index in ``folder`` (``OUT/warc``), torn lines skipped and counted;
+    ``seeds`` (as given to the crawl) are looked for under their canonical form."""
     facts = IndexFacts()
+    for seed in seeds:
+        facts.seeds.setdefault(canonicalize(seed) or seed, ("", ""))
     if not folder.is_dir():
         return facts
     for path in sorted(folder.iterdir()):
@@ -256,5 +266,6 @@ def read_crawl(out: Path) -> CrawlFacts:
             warcs.append((path.name, path.stat().st_size))
         except OSError:
             continue
-    return CrawlFacts(out, read_indexes(folder), stats, config, warcs, read_ranking(out / "rank-host.csv"),
+    seeds = [s for s in (manifest or {}).get("seeds", []) if isinstance(s, str)]
+    return CrawlFacts(out, read_indexes(folder, seeds), stats, config, warcs, read_ranking(out / "rank-host.csv"),
                       read_policy(config, stats, out))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
@@ -32,7 +33,7 @@ th { text-align: left; background: #f4f4f4; } td.n { text-align: right; font-var
 code { background: #f4f4f4; padding: 0 3px; } svg.chart { display: block; margin: 0.5em 0; }
 """
 SECTIONS = (("timeline", "Timeline"), ("mix", "Status, MIME and size"), ("hosts", "Hosts"),
-            ("robots", "robots.txt"), ("politeness", "Politeness"), ("duplicates", "Duplicates and revisits"),
+            ("seeds", "Seeds"), ("robots", "robots.txt"), ("politeness", "Politeness"), ("duplicates", "Duplicates and revisits"),
             ("ranking", "Host ranking"), ("policy", "Policy"))
 
 
@@ -137,6 +138,17 @@ def hosts(index: IndexFacts, top: int) -> str:
             + (table(header, host_rows(erring), "hosts-by-errors") if erring else "<p>no page with a status of 400 or more</p>"))
 
 
+def seeds(index: IndexFacts, top: int) -> str:
+    if not index.seeds:
+        return missing("no seed list in crawl.json")
+    outcomes = Counter(status or "not captured yet" for _, status in index.seeds.values())
+    listed = sorted(index.seeds.items(), key=lambda kv: (kv[1][1] == "200", kv[0]))[:top]  # trouble first
+    return (table(("first capture", "seeds"), sorted(outcomes.items()), "seed-outcomes")
+            + f"<h3>{len(listed)} of {len(index.seeds):,} seeds, those not answered 200 first</h3>"
+            + table(("seed", "status of its first capture"),
+                    [(seed, status or "not captured yet") for seed, (_, status) in listed], "seeds"))
+
+
 def robots(facts: CrawlFacts) -> str:
     index, stats = facts.index, facts.stats
     parts = []
@@ -239,6 +251,7 @@ def policy(facts: PolicyFacts | None) -> str:
 def render(facts: CrawlFacts, now: float, top: int = 25) -> str:
     """The whole page, written at ``now`` (unix seconds), with ``top`` rows in the top-N tables."""
     bodies = {"timeline": timeline(facts.index), "mix": mix(facts), "hosts": hosts(facts.index, top),
+              "seeds": seeds(facts.index, top),
               "robots": robots(facts), "politeness": politeness(facts), "duplicates": duplicates(facts),
               "ranking": ranking(facts.ranking, top), "policy": policy(facts.policy)}
     nav = " ".join(f'<a href="#{key}">{escape(title)}</a>' for key, title in SECTIONS)
