@@ -183,7 +183,8 @@ def politeness(facts: CrawlFacts) -> str:
     if waits:
         total = sum((waits.get("counts") or {}).values())
         parts.append(f"<p>{total:,} waits of the todo filler for a host and an IP to become polite, "
-                     f"{waits.get('sum', 0.0):,.1f} s in all (mean {waits.get('sum', 0.0) / max(total, 1):.3f} s).</p>")
+                     f"{waits.get('sum', 0.0):,.1f} s in all (mean {waits.get('sum', 0.0) / max(total, 1):.3f} s), "
+                     "counted since the agents last started.</p>")
         parts.append(bar_chart(histogram_rows(waits), "Politeness waits (seconds the todo filler slept)"))
     else:
         parts.append(missing("the politeness-wait histogram is written to stats.json when the crawl ends "
