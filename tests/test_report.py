@@ -143,6 +143,8 @@ def test_the_politeness_waits_and_the_ranking_are_reported(crawl: Path) -> None:
     politeness = page.xpath("//section[@id='politeness']")[0]
     assert f"{sum(waits['counts'].values()):,} waits" in politeness.text_content()
     assert not politeness.xpath(".//*[@class='missing']")
+    bounds = [float(t.text.split()[1]) for t in politeness.xpath(".//svg[1]//text") if t.text.startswith("≤")]
+    assert bounds and bounds == sorted(bounds)  # the buckets in order, though stats.json sorts its keys as text
     ranked = table_rows(page, "ranking")
     assert len(ranked) == len({host_of(parse_line(line).url) for line in index_lines(crawl)})
     revisits = {row[0]: count(row[1]) for row in table_rows(page, "revisits")}

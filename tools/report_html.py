@@ -51,7 +51,8 @@ def table(header: Sequence[str], rows: Iterable[Sequence[object]], css_class: st
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
     attribute = f' class="{css_class}"' if css_class else ""
-    return f"<table{attribute}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    thead = f"<thead><tr>{head}</tr></thead>" if any(header) else ""
+    return f"<table{attribute}>{thead}<tbody>{body}</tbody></table>"
 
 
 def binary(size: int) -> str:
@@ -75,7 +76,7 @@ def summary(facts: CrawlFacts) -> str:
         ("pages", sum(row.pages for row in index.hosts.values())),
         ("records indexed", index.records),
         ("hosts", len(index.hosts)),
-        ("WARC files", f"{len(facts.warc_files)}, {number(sum(size for _, size in facts.warc_files))}B"),
+        ("WARC files", f"{len(facts.warc_files)}, {number(sum(size for _, size in facts.warc_files))} bytes"),
         ("CDXJ indexes", f"{index.files} ({index.open_files} still open), {index.torn_lines} torn lines skipped"),
     ]
     if seconds:
@@ -169,11 +170,14 @@ def robots(facts: CrawlFacts) -> str:
 
 
 def histogram_rows(histogram: dict[str, Any]) -> list[tuple[str, float]]:
-    """Bucket counts as bars: ``≤ bound s``, and ``> last bound s`` for the open bucket."""
+    """Bucket counts as bars, ascending: ``≤ bound s``, and ``> last bound s`` for the open bucket."""
     counts = histogram.get("counts") or {}
-    bounds = [k for k in counts if k != "+Inf"]
-    rows = [(f"≤ {k} s", float(counts[k])) for k in bounds]
-    return rows + [(f"> {bounds[-1] if bounds else 0} s", float(counts.get("+Inf", 0)))]
+    bounds = sorted((k for k in counts if k != "+Inf"), key=float)  # stats.json sorts its keys as text
+    rows = [(f"≤ {k} s", float(counts[k])) for k in bounds] + [(f"> {bounds[-1] if bounds else 0} s",
+                                                                 float(counts.get("+Inf", 0)))]
+    while len(rows) > 1 and not rows[-1][1]:  # the empty buckets above the longest observation
+        rows.pop()
+    return rows
 
 
 def politeness(facts: CrawlFacts) -> str:
