@@ -9,7 +9,9 @@ report too.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -24,11 +26,12 @@ from bench.invitro import WebParams
 from frontier.svg_graph import Edge, Node, circle_graph
 from store.cdxj import parse_line
 from tests.browser import browser, watched_page
-from tests.invitro_harness import WebThread, run_crawl
+from tests.invitro_harness import WebThread, crawl_command, run_crawl, when_requests
 from tools.report_data import host_of
 
 WEB = WebParams(hosts=14, hosts_per_ip=3, mean_pages=8, max_pages=16, mean_links=8, page_bytes=2000,
                 frac_404=0.08, frac_500=0.04, duplicate_share=0.2)
+LIVE_WEB = WebParams(hosts=60, hosts_per_ip=3, mean_pages=25, max_pages=40, mean_links=8, page_bytes=2000)
 SECTIONS = ["timeline", "mix", "hosts", "seeds", "robots", "politeness", "duplicates", "ranking", "policy"]
 
 
@@ -178,6 +181,32 @@ def test_a_folder_still_being_written_gives_a_report(crawl: Path, tmp_path: Path
     assert {row[0]: count(row[1]) for row in rows} == dict(expected)
     for section in ("robots", "politeness", "duplicates", "ranking"):
         assert page.xpath(f"//section[@id='{section}']//p[@class='missing']"), section
+
+
+def test_a_crawl_that_is_running_gives_a_report(tmp_path: Path) -> None:
+    """A real crawl, reported on while it runs: its indexes are open and flushed in 64 KiB blocks, so a line may be torn."""
+    web = WebThread(LIVE_WEB, tmp_path / "requests.jsonl")
+    out = tmp_path / "out"
+    try:
+        answered = when_requests(web, 700)
+        crawl = subprocess.Popen(crawl_command(out, web.model.seeds(LIVE_WEB.hosts), dns=web.web.dns_address,
+                                               settings=["engine.processes=1", "politeness.host_delay=0.05",
+                                                         "politeness.ip_delay=0"]),
+                                 start_new_session=True, stderr=subprocess.DEVNULL)
+        try:
+            assert answered.wait(120), "the crawl did not get going"
+            page = report_of(out)
+            assert crawl.poll() is None, "the crawl ended before the report was written"
+        finally:
+            os.killpg(crawl.pid, signal.SIGTERM)
+            crawl.wait(60)
+    finally:
+        web.stop()
+    summary = page.xpath("//table")[0].text_content()
+    assert "running" in summary and "1 still open" in summary, summary
+    indexed = count(summary.split("records indexed")[1].split("hosts")[0])
+    assert indexed > 0
+    assert sum(count(row[1]) for row in table_rows(page, "hosts-by-pages")) == indexed
 
 
 def test_an_empty_folder_says_not_recorded_everywhere(tmp_path: Path) -> None:
