@@ -164,6 +164,14 @@ def test_a_folder_still_being_written_gives_a_report(crawl: Path, tmp_path: Path
     torn = index.with_name(index.name + ".open")
     torn.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
     index.unlink()
+    expected: Counter[str] = Counter()
+    for line in index_lines(out):
+        try:
+            expected[host_of(parse_line(line).url)] += 1
+        except ValueError:
+            continue  # the torn line
+    finishing = sorted((out / "warc").glob("*.cdxj"))[0]  # an index sorted, its open file not yet removed: once
+    shutil.copy(finishing, finishing.with_name(finishing.name + ".open"))
     warc = sorted((out / "warc").glob("*.warc.gz"))[0]
     data = warc.read_bytes()
     warc.with_name(warc.name + ".open").write_bytes(data[: len(data) - 300])
@@ -171,12 +179,6 @@ def test_a_folder_still_being_written_gives_a_report(crawl: Path, tmp_path: Path
     page = report_of(out)
     summary = page.xpath("//table")[0].text_content()
     assert "1 still open" in summary and "1 torn lines skipped" in summary and "running" in summary
-    expected: Counter[str] = Counter()
-    for line in index_lines(out):
-        try:
-            expected[host_of(parse_line(line).url)] += 1
-        except ValueError:
-            continue  # the torn line
     rows = table_rows(page, "hosts-by-pages")
     assert {row[0]: count(row[1]) for row in rows} == dict(expected)
     for section in ("robots", "politeness", "duplicates", "ranking"):

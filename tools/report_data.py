@@ -95,8 +95,9 @@ class IndexFacts:
     seeds: dict[str, tuple[str, str]] = field(default_factory=dict)  # canonical seed → (timestamp, status) first seen
     revisit_records: int = 0
     recaptures: int = 0  # captures of a URL captured before
-    recaptured_urls: int = 0  # URLs captured more than once
-    _seen: dict[str, int] = field(default_factory=dict, repr=False)  # url → captures
+    # hashes of the URLs captured, and of those captured again: a set of ints costs a third of a dict of URLs
+    _seen: set[int] = field(default_factory=set, repr=False)
+    _again: set[int] = field(default_factory=set, repr=False)
     _seconds: dict[str, int] = field(default_factory=dict, repr=False)  # 14-digit timestamp → unix second
 
     def add(self, entry: IndexEntry) -> None:
@@ -114,11 +115,12 @@ class IndexFacts:
         first = self.seeds.get(entry.url)
         if first is not None and (not first[0] or entry.timestamp < first[0]):
             self.seeds[entry.url] = (entry.timestamp, str(entry.status) if entry.status is not None else "none")
-        captures = self._seen.get(entry.url, 0)
-        self._seen[entry.url] = captures + 1
-        if captures:
+        key = hash(entry.url)
+        if key in self._seen:
             self.recaptures += 1
-            self.recaptured_urls += captures == 1
+            self._again.add(key)
+        else:
+            self._seen.add(key)
         if entry.url.startswith("dns:"):
             return
         if entry.url.partition("://")[2].partition("/")[2] == "robots.txt":
@@ -128,6 +130,11 @@ class IndexFacts:
         self.pages_per_second[second] += 1
         if entry.status is not None and entry.status >= 400:
             row.errors += 1
+
+    @property
+    def recaptured_urls(self) -> int:
+        """URLs captured more than once."""
+        return len(self._again)
 
     def _second(self, timestamp: str) -> int:
         second = self._seconds.get(timestamp)
@@ -144,6 +151,16 @@ def _size_class(length: int) -> int:
     return next((i for i, bound in enumerate(SIZE_BOUNDS) if length <= bound), len(SIZE_BOUNDS))
 
 
+def _read_index(path: Path) -> bytes | None:
+    """The bytes of an index; an open one finished since the folder was listed is read from its sorted twin."""
+    for candidate in (path, path.with_name(path.name.removesuffix(OPEN_SUFFIX))):
+        try:
+            return candidate.read_bytes()
+        except OSError:
+            continue
+    return None
+
+
 def read_indexes(folder: Path, seeds: Sequence[str] = ()) -> IndexFacts:
     """Every finished and open index in ``folder`` (``OUT/warc``), torn lines skipped and counted;
     ``seeds`` (as given to the crawl) are looked for under their canonical form."""
@@ -152,15 +169,16 @@ def read_indexes(folder: Path, seeds: Sequence[str] = ()) -> IndexFacts:
         facts.seeds.setdefault(canonicalize(seed) or seed, ("", ""))
     if not folder.is_dir():
         return facts
-    for path in sorted(folder.iterdir()):
-        if not path.name.endswith((CDXJ_SUFFIX, CDXJ_SUFFIX + OPEN_SUFFIX)):
+    names = {path.name for path in folder.iterdir()}
+    for name in sorted(names):
+        is_open = name.endswith(CDXJ_SUFFIX + OPEN_SUFFIX)
+        if not (is_open or name.endswith(CDXJ_SUFFIX)) or (is_open and name.removesuffix(OPEN_SUFFIX) in names):
+            continue  # an open index whose sorted twin is written already is about to be removed
+        data = _read_index(folder / name)
+        if data is None:
             continue
         facts.files += 1
-        facts.open_files += path.name.endswith(OPEN_SUFFIX)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue  # finished and renamed away between the listing and the read
+        facts.open_files += is_open
         for line in data.split(b"\n"):
             if not line:
                 continue

@@ -247,7 +247,7 @@ def policy(facts: PolicyFacts | None) -> str:
         parts.append(missing("the policy's counters are in stats.json, written when the crawl ends"))
     if facts.report_md is not None:
         parts.append(f"<p>The model's own report: <code>{escape(str(facts.report_md))}</code>.</p>")
-    if facts.graph_svg:
+    if facts.graph_svg and "<svg" in facts.graph_svg:
         svg = facts.graph_svg
         parts.append('<h3>The model\'s graph</h3><div class="model-graph">' + svg[svg.find("<svg"):] + "</div>")
     return "".join(parts)
