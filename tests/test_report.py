@@ -23,6 +23,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from bench.invitro import WebParams
+from frontier.markdown_table import markdown_table
 from frontier.svg_graph import Edge, Node, circle_graph
 from store.cdxj import parse_line
 from tests.browser import browser, watched_page
@@ -224,7 +225,8 @@ def test_the_policy_section_shows_the_counters_and_the_models_graph(crawl: Path,
     model.mkdir()
     (model / "graph.svg").write_text(circle_graph([Node("C0", "/posts/*"), Node("C1", "/users/*")],
                                                   [Edge("C0", "C1", "kept", "C0 → C1")], "the cluster graph"))
-    (model / "report.md").write_text("# clusters\n")
+    (model / "report.md").write_text("\n".join(["# Cluster-graph model", "", "Seed clusters: `/`", "",
+                                                 *markdown_table(["cluster", "size"], [["/posts/*", 7], ["a|b", 3]])]))
     out = tmp_path / "policy-crawl"
     shutil.copytree(crawl, out, ignore=shutil.ignore_patterns("report.html"))
     stats = orjson.loads((out / "stats.json").read_bytes())
@@ -234,5 +236,9 @@ def test_the_policy_section_shows_the_counters_and_the_models_graph(crawl: Path,
     page = report_of(out)
     policy = page.xpath("//section[@id='policy']")[0]
     assert "clustergraph" in policy.text_content() and str(model / "report.md") in policy.text_content()
+    own = policy.xpath(".//details")[0]  # the model's own report, its tables rendered
+    assert own.xpath(".//h4")[0].text_content() == "Cluster-graph model"
+    assert [[td.text_content() for td in tr.xpath("./td")] for tr in own.xpath(".//tbody/tr")] == [["/posts/*", "7"],
+                                                                                                  ["a|b", "3"]]
     assert [[row[0], count(row[1])] for row in table_rows(page, "policy-counter")] == [["C0", 7], ["C1", 3], ["C1", 2]]
     assert policy.xpath(".//svg//path[contains(@class, 'edge')]")

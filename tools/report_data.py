@@ -208,6 +208,7 @@ class PolicyFacts:
     counters: dict[str, dict[str, int]]
     graph_svg: str | None
     report_md: Path | None
+    report_text: str | None
     model_files: list[str]
 
 
@@ -259,17 +260,20 @@ def read_policy(config: dict[str, Any] | None, stats: dict[str, Any] | None, out
     if model is not None and not model.is_absolute():
         model = out / model if (out / model).exists() else model
     folder = model.parent if model is not None and model.is_file() else model
-    graph = report = None
+    graph = text = None
     files: list[str] = []
     if folder is not None and folder.is_dir():
         files = sorted(p.name for p in folder.iterdir())
-        try:
-            graph = (folder / "graph.svg").read_text(encoding="utf-8")
-        except OSError:
-            graph = None
-        report = folder / "report.md" if (folder / "report.md").is_file() else None
+        graph, text = _read_text(folder / "graph.svg"), _read_text(folder / "report.md")
     return PolicyFacts(name, model, {k: dict(v) for k, v in counters.items() if isinstance(v, dict)},
-                       graph, report, files)
+                       graph, folder / "report.md" if folder is not None and text is not None else None, text, files)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def read_crawl(out: Path) -> CrawlFacts:

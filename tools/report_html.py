@@ -21,6 +21,7 @@ from html import escape
 from typing import Any
 
 from tools.report_data import SIZE_BOUNDS, CrawlFacts, HostRow, IndexFacts, PolicyFacts, RankRow
+from tools.report_markdown import markdown_html
 from tools.svg_chart import bar_chart, line_chart, number
 
 MAX_POINTS = 300  # timeline points: longer crawls are cut into equal bins
@@ -132,10 +133,11 @@ def hosts(index: IndexFacts, top: int) -> str:
     header = ("host", "records", "pages", "errors (≥ 400)", "bytes")
     by_pages = sorted(index.hosts.items(), key=lambda kv: (-kv[1].pages, kv[0]))[:top]
     erring = sorted((kv for kv in index.hosts.items() if kv[1].errors), key=lambda kv: (-kv[1].errors, kv[0]))[:top]
+    errors_title = (f"By errors (top {len(erring)} of {sum(1 for r in index.hosts.values() if r.errors):,} hosts "
+                    "with an error)") if erring else "By errors"
     return (f"<h3>By pages (top {len(by_pages)} of {len(index.hosts):,})</h3>"
             + table(header, host_rows(by_pages), "hosts-by-pages")
-            + f"<h3>By errors (top {len(erring)} of {sum(1 for r in index.hosts.values() if r.errors):,} hosts "
-              "with an error)</h3>"
+            + f"<h3>{errors_title}</h3>"
             + (table(header, host_rows(erring), "hosts-by-errors") if erring else "<p>no page with a status of 400 or more</p>"))
 
 
@@ -245,8 +247,9 @@ def policy(facts: PolicyFacts | None) -> str:
         parts.append(f"<h3>{escape(name)}</h3>" + table(("key", "count"), rows, "policy-counter"))
     if not facts.counters:
         parts.append(missing("the policy's counters are in stats.json, written when the crawl ends"))
-    if facts.report_md is not None:
-        parts.append(f"<p>The model's own report: <code>{escape(str(facts.report_md))}</code>.</p>")
+    if facts.report_md is not None and facts.report_text is not None:
+        parts.append(f"<details><summary>The model's own report, <code>{escape(str(facts.report_md))}</code> "
+                     f"(its clusters, edges and tables)</summary>{markdown_html(facts.report_text)}</details>")
     if facts.graph_svg and "<svg" in facts.graph_svg:
         svg = facts.graph_svg
         parts.append('<h3>The model\'s graph</h3><div class="model-graph">' + svg[svg.find("<svg"):] + "</div>")
