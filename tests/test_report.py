@@ -22,7 +22,7 @@ import orjson
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from bench.invitro import WebParams
+from bench.invitro import WebModel, WebParams
 from frontier.markdown_table import markdown_table
 from frontier.svg_graph import Edge, Node, circle_graph
 from store.cdxj import parse_line
@@ -31,7 +31,8 @@ from tests.invitro_harness import WebThread, crawl_command, run_crawl, when_requ
 from tools.report_data import host_of
 
 WEB = WebParams(hosts=14, hosts_per_ip=3, mean_pages=8, max_pages=16, mean_links=8, page_bytes=2000,
-                frac_404=0.08, frac_500=0.04, duplicate_share=0.2)
+                frac_404=0.08, frac_500=0.04, duplicate_share=0.2, robots_crawl_delay_share=0.4,
+                robots_crawl_delay=0.1, robots_5xx_share=0.1)
 LIVE_WEB = WebParams(hosts=60, hosts_per_ip=3, mean_pages=25, max_pages=40, mean_links=8, page_bytes=2000)
 SECTIONS = ["timeline", "mix", "hosts", "seeds", "robots", "politeness", "duplicates", "ranking", "policy"]
 
@@ -110,6 +111,18 @@ def test_the_status_mix_adds_up_to_the_records_of_the_warc_files(crawl: Path) ->
     assert {"200", "404", "500"} <= set(mix)
     outcomes = {row[0]: count(row[1]) for row in table_rows(page, "robots")}
     assert sum(outcomes.values()) == sum(1 for line in index_lines(crawl) if b"/robots.txt " in line.split(b" {")[0] + b" ")
+
+
+def test_the_robots_census_finds_the_crawl_delays_the_web_set(crawl: Path) -> None:
+    page = report_of(crawl)
+    model = WebModel(WEB, 0)  # robots.txt bodies depend on the host's name only
+    bodies = [model.robots_txt(host.split(":")[0]) for host in seeds_hosts(crawl)]
+    delays = sum(1 for status, body in bodies if status == 200 and b"Crawl-delay:" in body)
+    assert 0 < delays < len(bodies)
+    census = {row[0]: row[1] for row in table_rows(page, "robots-files")}
+    assert census["read from the WARC files"] == str(sum(1 for status, _ in bodies if status == 200))
+    assert census["a Crawl-delay for our user agent"].startswith(f"{delays} (from {WEB.robots_crawl_delay:g} s")
+    assert census["disallow / to our user agent"] == "0"  # only BadBot is shut out
 
 
 def test_the_page_is_self_contained(crawl: Path) -> None:

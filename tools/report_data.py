@@ -9,6 +9,8 @@ Every source is optional, and a missing one leaves its fields empty (``None``), 
   An open index of a running (or crashed) crawl may end in a torn line: a line that does not
   parse, or lacks its newline, is skipped and counted; the file is never changed
   (:func:`store.cdxj.complete_lines` cuts it: that is for the crawl's own recovery, not a reader);
+* the WARC files, only for the robots.txt files answered 2xx (one record per host, read at its
+  offset: :mod:`tools.report_robots`);
 * ``OUT/stats.json``: written when the crawl ends (absent while it runs): counters the archive
   does not hold (URLs robots.txt disallowed, fetch errors by kind, duplicates the store caught,
   the politeness-wait histogram);
@@ -41,6 +43,7 @@ import orjson
 
 from frontier.urls import canonicalize
 from store.cdxj import CDXJ_SUFFIX, OPEN_SUFFIX, IndexEntry, parse_line
+from tools.report_robots import RecordRef, RobotsFiles, census
 
 # upper bounds of the size classes, in bytes; the last class is "more"
 SIZE_BOUNDS = (1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20)
@@ -93,6 +96,7 @@ class IndexFacts:
     hosts: dict[str, HostRow] = field(default_factory=dict)
     robots: Counter[str] = field(default_factory=Counter)  # outcome → robots.txt answers
     seeds: dict[str, tuple[str, str]] = field(default_factory=dict)  # canonical seed → (timestamp, status) first seen
+    robots_parsed: list[RecordRef] = field(default_factory=list)  # the robots.txt answers whose rules were read
     revisit_records: int = 0
     recaptures: int = 0  # captures of a URL captured before
     # hashes of the URLs captured, and of those captured again: a set of ints costs a third of a dict of URLs
@@ -124,7 +128,10 @@ class IndexFacts:
         if entry.url.startswith("dns:"):
             return
         if entry.url.partition("://")[2].partition("/")[2] == "robots.txt":
-            self.robots[robots_outcome(entry.status)] += 1
+            outcome = robots_outcome(entry.status)
+            self.robots[outcome] += 1
+            if outcome == "parsed":
+                self.robots_parsed.append(RecordRef(entry.filename, entry.offset, entry.length))
             return
         row.pages += 1
         self.pages_per_second[second] += 1
@@ -221,6 +228,7 @@ class CrawlFacts:
     stats: dict[str, Any] | None  # None: the crawl has not ended (or its stats.json is unreadable)
     config: dict[str, Any] | None
     warc_files: list[tuple[str, int]]  # name, bytes
+    robots_files: RobotsFiles  # what the parsed robots.txt files asked of the crawl
     ranking: list[RankRow] | None
     policy: PolicyFacts | None
 
@@ -289,5 +297,8 @@ def read_crawl(out: Path) -> CrawlFacts:
         except OSError:
             continue
     seeds = [s for s in (manifest or {}).get("seeds", []) if isinstance(s, str)]
-    return CrawlFacts(out, read_indexes(folder, seeds), stats, config, warcs, read_ranking(out / "rank-host.csv"),
-                      read_policy(config, stats, out))
+    index = read_indexes(folder, seeds)
+    user_agent = str(((config or {}).get("engine") or {}).get("user_agent", ""))
+    max_delay = float(((config or {}).get("politeness") or {}).get("max_crawl_delay", 30.0))
+    return CrawlFacts(out, index, stats, config, warcs, census(folder, index.robots_parsed, user_agent, max_delay),
+                      read_ranking(out / "rank-host.csv"), read_policy(config, stats, out))

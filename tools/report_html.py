@@ -22,6 +22,7 @@ from typing import Any
 
 from tools.report_data import SIZE_BOUNDS, CrawlFacts, HostRow, IndexFacts, PolicyFacts, RankRow
 from tools.report_markdown import markdown_html
+from tools.report_robots import RobotsFiles
 from tools.svg_chart import bar_chart, line_chart, number
 
 MAX_POINTS = 300  # timeline points: longer crawls are cut into equal bins
@@ -152,11 +153,25 @@ def seeds(index: IndexFacts, top: int) -> str:
                     [(seed, status or "not captured yet") for seed, (_, status) in listed], "seeds"))
 
 
+def robots_files(census: RobotsFiles) -> str:
+    delays = census.crawl_delays
+    spread = (f"{len(delays):,} (from {delays[0]:g} s to {delays[-1]:g} s, median {delays[len(delays) // 2]:g} s)"
+              if delays else "0")
+    return table(("what the parsed files asked of this crawl", "robots.txt files"), [
+        ("read from the WARC files", census.read),
+        ("not readable yet (a record not yet flushed)", census.unread),
+        ("unparseable (disallow all)", census.unparseable),
+        ("disallow / to our user agent", census.root_disallowed),
+        ("a Crawl-delay for our user agent", spread),
+    ], "robots-files")
+
+
 def robots(facts: CrawlFacts) -> str:
     index, stats = facts.index, facts.stats
     parts = []
     if index.robots:
         parts.append(table(("outcome (RFC 9309)", "robots.txt answers"), sorted(index.robots.items()), "robots"))
+        parts.append(robots_files(facts.robots_files))
     else:
         parts.append(missing("no robots.txt answer in the archive"))
     if stats is not None:
