@@ -5,7 +5,7 @@ Every source is optional, and a missing one leaves its fields empty (``None``), 
 * the CDXJ indexes beside the WARC files (``OUT/warc/*.cdxj``, and ``*.cdxj.open`` while a WARC
   file is written: :mod:`store.cdxj`): one line per response and revisit record, robots.txt and
   ``dns:`` answers included. They give the timeline, the status, MIME and size mix, the hosts,
-  robots.txt outcomes and revisits, at a few microseconds a line, without opening the WARC files.
+  robots.txt outcomes and revisits, at about ten microseconds a line, without opening the WARC files.
   An open index of a running (or crashed) crawl may end in a torn line: a line that does not
   parse, or lacks its newline, is skipped and counted; the file is never changed
   (:func:`store.cdxj.complete_lines` cuts it: that is for the crawl's own recovery, not a reader);
@@ -208,7 +208,7 @@ class RankRow:
 
 @dataclass(frozen=True)
 class PolicyFacts:
-    """The crawl policy: its name and options, its counters (stats.json), its model folder's report and picture."""
+    """The crawl policy: its name, its counters (stats.json), its model folder's report and picture."""
 
     name: str
     model: Path | None
