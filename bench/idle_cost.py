@@ -71,7 +71,7 @@ def one_run(bound: bool, args: argparse.Namespace) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="idle-cost-") as tmp:
         folder = Path(tmp)
         with invitro_web(folder, args.hosts) as web:
-            run = crawl(web, folder, args.seconds, delays, agents=None)
+            run = crawl(web, folder, args.seconds, [*delays, *args.set], agents=None)
     figures = warm(run.stats)
     share = run.html_pages / run.stats["pages"] if run.stats["pages"] else 0.0
     return {
@@ -92,6 +92,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=40.0, help="each crawl")
     parser.add_argument("--runs", type=int, default=3, help="pairs of runs, bound and unbound alternately")
     parser.add_argument("--idle-seconds", type=float, default=30.0)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a crawl.toml override for both kinds of run (repeat it)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="folder for idle_cost.json")
     parser.add_argument("--smoke", action="store_true", help="seconds-long: one pair, a small web")
     args = parser.parse_args()
