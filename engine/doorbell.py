@@ -36,6 +36,7 @@ class Doorbell:
         if not stat.S_ISFIFO(os.stat(path).st_mode):
             raise RuntimeError(f"{path} is not a named pipe")
         # read and write: the pipe then never reads as closed while no sender has it open
+        self.path = path
         self._fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
         self._rung = asyncio.Event()
         self._loop = asyncio.get_running_loop()
@@ -61,8 +62,11 @@ class Doorbell:
         self._rung.set()
 
     def close(self) -> None:
+        """Stop listening, and take the pipe away: a crawl's folder holds only files once it has ended
+        (a copy of it must not trip over a pipe). A killed agent leaves its pipe, which it takes up again."""
         self._loop.remove_reader(self._fd)
         os.close(self._fd)
+        self.path.unlink(missing_ok=True)
 
 
 class Bells:

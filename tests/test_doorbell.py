@@ -85,3 +85,10 @@ def test_a_bell_path_taken_by_a_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="not a named pipe"):
         asyncio.run(listen())
     assert os.path.getsize(path) == 0
+
+
+async def test_a_closed_bell_leaves_no_pipe_behind(tmp_path: Path) -> None:
+    bell = Doorbell(bell_path(tmp_path, 4))
+    bell.close()
+    assert list(tmp_path.iterdir()) == []
+    Bells(tmp_path).ring(4)  # nobody listens any more: dropped
