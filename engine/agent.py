@@ -43,7 +43,7 @@ from engine.fetch import ClientSettings, Fetcher
 from engine.fetching import Fetchers, PageBudget
 from engine.ip_table import SharedIpTable
 from engine.ownership import Member
-from engine.parts import build_archive, build_frontier, frontier_figures, share_hosts_per_ip, warc_prefix
+from engine.parts import build_archive, build_frontier, frontier_figures, histograms, share_hosts_per_ip, warc_prefix
 from engine.pipeline import Pipeline
 from engine.quality_log import QualityLog
 from engine.resolving import Resolver, Resolvers
@@ -206,8 +206,7 @@ class Agent:
             stats=self.crew.stats.as_dict(), cpu_seconds=cpu_seconds() - self._cpu_at_start, rss_bytes=rss_bytes(),
             in_flight=self.fetchers.in_flight, todo=len(self.todo), hosts=fs.workbench.visit_states,
             ips=fs.workbench.entries, **frontier_figures(fs), dns_cache=len(self.resolvers.resolver.cache),
-            histograms={"fetch_latency_seconds": self.fetchers.latency.as_dict(),
-                        "politeness_wait_seconds": self.todo_filler.politeness_wait.as_dict()},
+            histograms=histograms(self.fetchers.latency, self.todo_filler.politeness_wait),
             policy=fs.policy, links_out=links_out, links_in=links_in,
         )
 
@@ -229,7 +228,7 @@ class Agent:
             "frontier": {**frontier_figures(fs), "discovered": fs.discovered, "cache_hits": fs.cache_hits,
                          "dup_lookups": fs.dup_lookups, "to_disk": fs.distributor.to_disk,
                          "from_disk": fs.distributor.from_disk, "drops": fs.drops},
-            "policy": fs.policy,
+            "policy": fs.policy, "histograms": histograms(self.fetchers.latency, self.todo_filler.politeness_wait),
             **({"quality": fs.quality} if fs.quality else {}),
             **({"credentials": self.credentials.statistics()} if self.credentials else {}),
             "store": dataclasses.asdict(self.store.statistics()),

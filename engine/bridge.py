@@ -77,7 +77,7 @@ class Bridge:
         self.readers = {g: Inbox(self.root, g, range(agents),
                                  {int(s): (p[0], p[1]) for s, p in saved.get("read", {}).get(str(g), {}).items()})
                         for g in self.subjects}
-        self.writer = Outbox(out / "links", BRIDGE, range(agents))
+        self.writer = Outbox(out / "links", BRIDGE, range(agents), bells=out / "links")
         # for the end check: where each remote spool is published to, and where the spools of other
         # machines' agents have been taken in to, both by spool_key
         self.published: dict[str, list[int]] = {

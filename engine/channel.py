@@ -1,7 +1,9 @@
 """The supervisor's channel: an agent's status lines out, the control API's commands in.
 
 Over the socket the supervisor gave the agent process (``engine/agent_process.py``): twice a
-second, and after each command, one JSON line ``{"status": AgentStatus as a dict}``; at the
+second while anything but its CPU and memory figures changes or it is idle (the supervisor ends
+the crawl on two looks in a row at idle agents), every ``QUIET_PERIOD`` seconds otherwise (an
+agent waiting for politeness), and after each command, one JSON line ``{"status": AgentStatus as a dict}``; at the
 end ``{"summary": ...}``, or ``{"store_full": ...}`` the moment the disk has no room. The
 supervisor sends one JSON line per command: ``stop``, or one for ``obey`` (pause, resume,
 seeds, config; ``engine/steering.py``) which it waits to see applied (``command_seq``).
@@ -21,6 +23,10 @@ import orjson
 from engine.status import AgentStatus
 
 STATUS_PERIOD = 0.5  # seconds between two status lines
+# a waiting agent's status (nothing changed but its CPU and memory) is sent this often: building and
+# parsing it twice a second was a third of the CPU of an agent waiting for politeness
+QUIET_PERIOD = 5.0
+VOLATILE = ("cpu_seconds", "rss_bytes")
 
 
 class SupervisorChannel:
@@ -40,9 +46,16 @@ class SupervisorChannel:
         self._writer = writer
 
         async def send_status() -> None:
+            loop = asyncio.get_running_loop()
+            last: dict[str, Any] = {}
+            sent_at = 0.0
             while True:
-                self.send_status()
-                await writer.drain()
+                status = self.status().as_dict()
+                steady = {k: v for k, v in status.items() if k not in VOLATILE}
+                if steady != last or status["idle"] or loop.time() - sent_at >= QUIET_PERIOD:
+                    self.tell({"status": status})
+                    last, sent_at = steady, loop.time()
+                    await writer.drain()
                 await asyncio.sleep(STATUS_PERIOD)  # a reporting period
 
         sender = asyncio.create_task(send_status())

@@ -2,7 +2,8 @@
 ranks a crawl's hosts (``engine/rank_cli.py``), ``crawl fresh schedule`` plans a recrawl of
 social-network users (``engine/fresh_cli.py``), ``crawl status`` shows the machines of a crawl
 over several (``engine/cluster_status.py``), ``crawl stats`` adds up their ``stats.json``
-(``engine/cluster_stats.py``), ``crawl invitro`` serves the in-vitro web.
+(``engine/cluster_stats.py``), ``crawl report`` writes an HTML report of a crawl's output folder
+(``engine/report_cli.py``), ``crawl invitro`` serves the in-vitro web.
 
 The composition root: it reads the command line and crawl.toml into a
 :class:`~engine.config.Config` and hands it to the supervisor (``engine/supervisor.py``).
@@ -22,7 +23,7 @@ from typing import NoReturn
 import orjson
 
 from engine import config as configuration
-from engine import cluster_stats, cluster_status, fresh_cli
+from engine import cluster_stats, cluster_status, fresh_cli, report_cli
 from engine.config import Config, ConfigError
 
 
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     fresh_cli.add_parser(commands)
     cluster_status.add_parser(commands)
     cluster_stats.add_parser(commands)
+    report_cli.add_parser(commands)
     invitro = commands.add_parser("invitro", help="serve the in-vitro web and its DNS on loopback", add_help=False)
     invitro.add_argument("args", nargs=argparse.REMAINDER)
     return parser
@@ -234,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         return cluster_status.status(args)
     if args.command == "stats":
         return cluster_stats.stats(args)
+    if args.command == "report":
+        return report_cli.report(args)
     return learn(args) if args.command == "learn" else run(args)
 
 

@@ -2,8 +2,9 @@
 
 A parsed link whose host another agent owns goes into this agent's :class:`Outbox`, which
 buffers it and, every few tens of milliseconds or when the buffer is full, appends the batch
-to the spool ``links/SSS-RRR/NNNNNNNN`` with one ``write``. The receiver's :class:`Inbox`
-polls its spools and reads the complete frames past its position. Why files, not sockets:
+to the spool ``links/SSS-RRR/NNNNNNNN`` with one ``write`` and rings the receiver's doorbell
+(``engine/doorbell.py``). The receiver's :class:`Inbox` then reads the complete frames past its
+position. Why files, not sockets:
 
 * **Parsing never blocks and memory stays bounded.** A write to the page cache costs
   microseconds whatever the receiver is doing; a receiver that is slow, restarting or dead
@@ -43,6 +44,7 @@ from pathlib import Path
 
 import orjson
 
+from engine.doorbell import Bells
 from frontier.page import LinkContext
 from store.errors import append_whole, full_when_no_room
 
@@ -97,11 +99,15 @@ def _batch(payload: bytes) -> Batch:
 
 
 class Outbox:
-    """The sending side of one agent: a buffer and a spool per other agent."""
+    """The sending side of one agent: a buffer and a spool per other agent.
+
+    After each write it rings the receiver's bell in the folder ``bells`` (``engine/doorbell.py``),
+    where the receiving agents listen; without it the receiver must poll."""
 
     def __init__(self, root: Path, me: int, agents: int | Iterable[int], *, segment_bytes: int = SEGMENT_BYTES,
-                 buffer_bytes: int = 1 << 20) -> None:
+                 buffer_bytes: int = 1 << 20, bells: Path | None = None) -> None:
         self.me = me
+        self._bells = Bells(bells) if bells is not None else None
         self.segment_bytes = segment_bytes
         self.buffer_bytes = buffer_bytes
         self._buffers: dict[int, list[bytes]] = {}
@@ -142,7 +148,7 @@ class Outbox:
             self._write(receiver)
 
     def flush(self) -> None:
-        """Write every buffered frame (called every few tens of ms, and before a checkpoint)."""
+        """Write every buffered frame (every few tens of ms while links flow, and before a checkpoint)."""
         for receiver in list(self._buffers):
             self._write(receiver)
 
@@ -162,6 +168,8 @@ class Outbox:
         append_whole(fd, data, self._folders[receiver] / f"{segment:08d}")
         del self._buffers[receiver], self._buffered[receiver]
         self._files[receiver] = (segment, fd, size + len(data))
+        if self._bells is not None:
+            self._bells.ring(receiver)
 
     def sync(self) -> None:
         """Make what was written durable (a bridge acknowledges to the broker only after this)."""
@@ -183,6 +191,8 @@ class Outbox:
             for _, fd, _ in self._files.values():
                 os.close(fd)
             self._files.clear()
+            if self._bells is not None:
+                self._bells.close()
 
 
 class Inbox:

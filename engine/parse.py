@@ -306,7 +306,8 @@ def _as_utf8(body: bytes, encoding: str | None, content_type: str | None) -> byt
 _TITLE = re.compile(rb"<title[^>]*>([^<]*)", re.I).search
 
 
-def _title(body: bytes) -> str | None:
+def title_of(body: bytes) -> str | None:
+    """The text of the first ``<title>`` in ``body``, entities undone and whitespace folded (also for WACZ page lists)."""
     match = _TITLE(body)
     if match is None:
         return None
@@ -402,7 +403,7 @@ def extract_links(
             base = BaseURL(base_url, sort_query=rules.sort_query)
     parsed = _select(collector, base, elements if want_context else None, rules.follow_nofollow)
     parsed.document = root if want_document else None
-    parsed.title = _title(data) if collector.title_seen else None
+    parsed.title = title_of(data) if collector.title_seen else None
     return parsed
 
 

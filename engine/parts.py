@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import Any
 
 from engine.config import Config, ConfigError, describe
 from engine.ip_table import SharedIpTable
+from engine.metrics import Histogram
 from frontier.filters import PhaseFilters
 from frontier.frontier import Frontier
 from frontier.policy import build
@@ -19,6 +21,9 @@ from frontier.quality import Model, QualityFilter
 from frontier.scope import Scope
 from frontier.settings import FrontierSettings, FrontierStatistics
 from store.archive import Archive, config_digest
+
+SOFTWARE = "crawl/0.1.0 (Python, BUbiNG-style)"
+"""Who wrote the archive: the ``software`` of each WARC file's warcinfo record, and of a WACZ's data package."""
 
 
 def build_frontier(config: Config, directory: Path, seeds: list[str], filters: PhaseFilters) -> Frontier:
@@ -85,7 +90,7 @@ def build_archive(config: Config, directory: Path, prefix: str) -> Archive:
         prefix,
         config.store,
         info={
-            "software": "crawl/0.1.0 (Python, BUbiNG-style)",
+            "software": SOFTWARE,
             "format": "WARC File Format 1.1",
             "hostname": socket.gethostname(),
             "http-header-user-agent": config.engine.user_agent,
@@ -93,6 +98,12 @@ def build_archive(config: Config, directory: Path, prefix: str) -> Archive:
             "config-digest": config_digest(describe(config)),
         },
     )
+
+
+def histograms(latency: Histogram, politeness_wait: Histogram) -> dict[str, Any]:
+    """The agent's histograms by name, per bucket: for ``GET /metrics`` and for stats.json, where the
+    supervisor adds them up bucket by bucket and ``crawl report`` draws the politeness waits."""
+    return {"fetch_latency_seconds": latency.as_dict(), "politeness_wait_seconds": politeness_wait.as_dict()}
 
 
 def frontier_figures(fs: FrontierStatistics) -> dict[str, int]:

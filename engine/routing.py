@@ -5,9 +5,10 @@ Reads the follow filter (``filters.follow``), the consistent-hash ring
 agents, the link spools (``engine/link_exchange.py``), links and their contexts together.
 A policy that answers ``owner(url)`` (``frontier/policy.py``) decides the agent of each URL it
 knows before the host does, and a policy that sends ``messages`` gets spools of its own
-(``OUT/policy/``). The exchange task writes the buffered links and messages out every few
-tens of milliseconds and takes in those the other agents sent. Never fetches, never touches
-the workbench.
+(``OUT/policy/``). While links flow, the exchange task writes the buffered links and messages
+out every few tens of milliseconds and takes in those the other agents sent; when nothing flows
+it sleeps until a sender rings its doorbell (``engine/doorbell.py``) or this agent buffers a
+link, so an idle agent costs no CPU. Never fetches, never touches the workbench.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from pathlib import Path
 
 from engine.credentials import pinned_hosts
 from engine.crew import Crew
+from engine.doorbell import Doorbell, bell_path
 from engine.link_exchange import BRIDGE, Inbox, Outbox, Position, peers
 from engine.ownership import GlobalRing, HashRing, Member
 from frontier.page import LinkContext
 from frontier.policy import CrawlPolicy
 from frontier.urls import host_of
 
-EXCHANGE_PERIOD = 0.05  # seconds: spools are files, nothing to wait on
+EXCHANGE_PERIOD = 0.05  # seconds: a batch of links per receiver, while links flow
 
 
 class LinkRouter:
@@ -59,6 +61,7 @@ class LinkRouter:
             ring = self.ring = GlobalRing(members)
             self._routes = [i if n == node else -1 - g for g, (n, i) in enumerate(ring.agents_list)]
             senders.append(BRIDGE)
+            # the bridge polls these spools, no bell
             self.remote = Outbox(links.parent / "remote", index, [g for g, (n, _) in enumerate(ring.agents_list) if n != node])
         self.senders = senders
         self.pinned = pinned_hosts(crew.config.credentials, agents)  # a credential's hosts go with it
@@ -66,14 +69,15 @@ class LinkRouter:
         hooks = type(policy)  # a policy's hook is asked only when it overrides the default
         self.url_owner = policy.owner if hooks.owner is not CrawlPolicy.owner and agents > 1 else None
         talks = hooks.messages is not CrawlPolicy.messages and agents > 1
-        self.mail_out = Outbox(links.parent / "policy", index, agents) if talks else None
+        self.mail_out = Outbox(links.parent / "policy", index, agents, bells=links) if talks else None
         self.mail_in = Inbox(links.parent / "policy", index, agents) if talks else None
         self.ticks_alone = hooks.tick is not CrawlPolicy.tick and agents == 1  # several agents tick in the exchange
         self._owners: dict[str, int] = {}
         self.links = links
         several = agents > 1 or members is not None
-        self.outbox = Outbox(links, index, agents) if several else None
+        self.outbox = Outbox(links, index, agents, bells=links) if several else None
         self.inbox = Inbox(links, index, senders) if several else None
+        self._bell: Doorbell | None = None  # opened by the exchange task, on its loop
 
     def owner(self, scheme_authority: str) -> int:
         owner = self._owners.get(scheme_authority)
@@ -126,6 +130,8 @@ class LinkRouter:
                 contexts = [contexts[i] for i in kept] if contexts is not None else None
         if self.outbox is not None and parent is not None:
             links, contexts = self._send_theirs(links, parent, contexts)
+            if self._bell is not None and self.pending:
+                self._bell.poke()  # a sleeping exchange has a batch to write
         if links and frontier.discover(links, parent, contexts):
             self.crew.distributor_alarm.fire()
 
@@ -162,23 +168,41 @@ class LinkRouter:
 
     async def exchange(self) -> None:
         """Send buffered links (and the policy's messages) to their owners and take in those sent here,
-        until the agent stops."""
+        until the agent stops.
+
+        While links flow in either direction the task runs every ``EXCHANGE_PERIOD``, so each
+        receiver gets one write per period, not one per page; after a period with none it sleeps
+        until its bell rings. A policy that talks to other agents keeps the period: it has a timer."""
         assert self.outbox is not None and self.inbox is not None
         crew = self.crew
-        while not crew.stopping:
-            self.flush()
-            received = False
-            if self.held and time.monotonic() - self.held_since > crew.config.cluster.ttl:
-                self.release_held()
-            for parent, links, contexts in self.inbox.poll():
-                if self.members is not None:
-                    links, contexts = self._hold_theirs(parent, links, contexts)
-                received |= bool(crew.frontier.discover(links, parent, contexts))
-            if self.mail_out is not None and self.mail_in is not None:
-                received |= self._mail(time.monotonic())
-            if received:
-                crew.distributor_alarm.fire()
-            await asyncio.sleep(EXCHANGE_PERIOD)
+        # opened before the first read: a sender that rings before this finds no reader, and its
+        # links are read below
+        bell = self._bell = Doorbell(bell_path(self.links, self.index))
+        talks = self.mail_out is not None
+        try:
+            while not crew.stopping:
+                flowing = self.pending
+                self.flush()
+                received = False
+                if self.held and time.monotonic() - self.held_since > crew.config.cluster.ttl:
+                    self.release_held()
+                for parent, links, contexts in self.inbox.poll():
+                    flowing = True
+                    if self.members is not None:
+                        links, contexts = self._hold_theirs(parent, links, contexts)
+                    received |= bool(crew.frontier.discover(links, parent, contexts))
+                if self.mail_out is not None and self.mail_in is not None:
+                    received |= self._mail(time.monotonic())
+                if received:
+                    crew.distributor_alarm.fire()
+                if flowing or talks:
+                    await asyncio.sleep(EXCHANGE_PERIOD)
+                    bell.clear()  # what the rings announced is read next, rings after this wake the next wait
+                else:
+                    await bell.wait()
+        finally:
+            self._bell = None
+            bell.close()
 
     def _hold_theirs(self, parent: str, links: list[str], contexts: list[LinkContext] | None
                      ) -> tuple[list[str], list[LinkContext] | None]:

@@ -1,4 +1,4 @@
-"""``crawl warc ls|verify|cat|cdxj-merge``: look into the archive of a crawl (its output folder or its ``warc/`` folder).
+"""``crawl warc ls|verify|cat|cdxj-merge|wacz``: look into the archive of a crawl (its output folder or its ``warc/`` folder).
 
 * ``crawl warc ls OUT``: one line per record: file, offset, length, type, date, target URI.
 * ``crawl warc verify OUT``: every WARC file must be whole gzip members, parse with warcio
@@ -14,6 +14,9 @@
   node) merged into one sorted index, streamed. Filenames stay bare, for a collection whose
   archive folder holds all the WARC files, or with ``--relative-to`` become paths from that
   folder. Refuses indexes still ``.open`` and, without ``--relative-to``, a name in two folders.
+* ``crawl warc wacz OUT [--out FILE.wacz]``: the finished archive packaged as one WACZ file (WARC
+  files, the merged index, the page list, the data package: ``engine/wacz.py``), by default
+  ``OUT/crawl.wacz``. Refuses files still ``.open``.
 
 Files still ``.open`` (a crawl running, or one that crashed before the archive was opened
 again) are listed and verified too, and flagged.
@@ -25,6 +28,7 @@ import argparse
 import os
 import re
 import sys
+import time
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,6 +37,7 @@ from typing import IO, Any, NamedTuple
 
 from warcio.archiveiterator import ArchiveIterator
 
+from engine import wacz
 from store import cdxj
 from store.durable import replace_file
 from store.recovery import INDEXED, warc_records
@@ -234,6 +239,19 @@ def cdxj_merge(folders: list[Path], out: Path, collection: Path | None) -> int:
     return 0
 
 
+def wacz_package(folder: Path, out: Path, title: str) -> int:
+    started = time.monotonic()
+    try:
+        packaged = wacz.package(folder, out, title=title)
+    except wacz.NotFinished as e:
+        print(f"crawl warc wacz: {folder} has files still open ({e}): let its crawl finish, or resume it and stop it",
+              file=sys.stderr)
+        return 1
+    print(f"{packaged.warc_files} WARC files, {packaged.index_lines} index lines, {packaged.pages} pages → {out} "
+          f"({packaged.bytes} bytes, {time.monotonic() - started:.1f} s)", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="crawl warc", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -248,6 +266,9 @@ def main(argv: list[str]) -> int:
     merge_parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the merged index")
     merge_parser.add_argument("--relative-to", type=Path, metavar="COLLECTION",
                               help="write each filename as its WARC file's path from this folder")
+    wacz_parser = commands.add_parser("wacz", help="package the archive as one WACZ file")
+    wacz_parser.add_argument("folder", type=Path, help="crawl output folder or WARC folder")
+    wacz_parser.add_argument("--out", type=Path, metavar="FILE", help="the WACZ file (default: OUT/crawl.wacz)")
     args = parser.parse_args(argv)
     given: list[Path] = args.folders if args.command == "cdxj-merge" else [args.folder]
     folders = [warc_folder(f) for f in given]
@@ -258,6 +279,8 @@ def main(argv: list[str]) -> int:
     try:
         if args.command == "cdxj-merge":
             return cdxj_merge(folders, args.out, args.relative_to)
+        if args.command == "wacz":
+            return wacz_package(folder, args.out or given[0] / "crawl.wacz", f"crawl of {given[0].resolve().name}")
         if args.command == "ls":
             return ls(folder)
         if args.command == "verify":

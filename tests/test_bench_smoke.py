@@ -165,3 +165,13 @@ def test_rank_benchmark_reports_its_figures(tmp_path: Path) -> None:
     assert size["converged"] and size["edges"] > 2 * size["nodes"] and size["nx_pagerank_s"] > 0
     assert size["nx_max_abs_difference"] < 1e-12 and size["step_speedup"] > 0
     assert (tmp_path / "kk.svg").read_text().startswith("<svg")
+
+
+def test_idle_cost_benchmark_compares_a_bound_crawl_with_an_unbound_one(tmp_path: Path) -> None:
+    run_benchmark("bench.idle_cost", "--smoke", "--out", str(tmp_path))
+    result = orjson.loads((tmp_path / "idle_cost.json").read_bytes())
+    bound, unbound = result["median"]["bound"], result["median"]["unbound"]
+    # the delays bind: the bound crawl is the slower one, and both stored HTML pages
+    assert 0 < bound["pages_per_second"] < unbound["pages_per_second"]
+    assert bound["html_pages"] > 0 and unbound["html_pages"] > 0
+    assert len(result["idle"]["ms_per_second"]) >= 2  # the supervisor and its agents, one per core
