@@ -65,6 +65,10 @@ class Machine(Protocol):
 
 
 class Machines:
+    """This machine in the crawl: its entry, the view of the others, the ring over the live machines.
+    The ring changes only here: at once when machines are gone (their entries expired), after a
+    handoff when one rejoins; the manifest and the agents follow it."""
+
     def __init__(self, supervisor: Machine, agents: int) -> None:
         self.supervisor = supervisor
         self.config = supervisor.config.cluster
