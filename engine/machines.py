@@ -166,8 +166,9 @@ class Machines:
                 await asyncio.wait_for(self.beat(), fence)
                 view = await asyncio.wait_for(self.cluster.view(), fence)
             except TimeoutError:
-                s.failed = True
-                s.stop_crawl(f"cut off: no beat put for {fence:g} s")
+                if not s.stopping:  # a crawl stopping anyway (its agents finishing) is not cut off
+                    s.failed = True
+                    s.stop_crawl(f"cut off: no beat put for {fence:g} s")
                 return
             if not s.stopping and node in view:  # a view without this machine's own entry is not to act on
                 await self.follow(view)

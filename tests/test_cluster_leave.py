@@ -45,10 +45,11 @@ IN_FLIGHT = 0.5  # seconds after the kill within which a request logged was b's,
 TAKEOVER_TARGET = 30.0  # seconds from the kill to the survivors' first fetch of one of its hosts
 
 
-def start(root: Path, node: str, seeds: list[str], web: WebThread, broker: str, *extra: str) -> subprocess.Popen[str]:
+def start(root: Path, node: str, seeds: list[str], web: WebThread, broker: str, *extra: str,
+          size: int = len(NODES)) -> subprocess.Popen[str]:
     """Machine ``node``: a ``crawl run`` process tree in a session of its own, its folder ``root/node``,
     its stderr in ``root/node.stderr`` (a file: read once it exited, and there to read if it failed)."""
-    args = ["--cluster", broker, "--node", node, "--cluster-size", str(len(NODES)), *extra]
+    args = ["--cluster", broker, "--node", node, "--cluster-size", str(size), *extra]
     with open(root / f"{node}.stderr", "a") as stderr:
         return subprocess.Popen(crawl_command(root / node, seeds, dns=web.web.dns_address, settings=SETTINGS, args=args),
                                 stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True)
@@ -187,6 +188,42 @@ def test_b_rejoins_and_crawls_its_hosts_again_after_the_others_handed_them_back(
                  for t in agent.get("takeovers", []))
     assert handed > 0, "the survivors purged none of b's hosts"
     print(f"b stored {len(again)} pages after it rejoined; the survivors handed {handed} hosts back")
+
+
+def test_an_agent_that_dies_after_a_takeover_is_restarted_on_the_new_ring(tmp_path: Path) -> None:
+    """Two machines; b killed; once a took b's hosts over, a's agent is killed alone: the supervisor
+    restarts it, it resumes from its checkpoint (taken right after the takeover, with the ring and the
+    skip set) and is told the live machines again; the crawl ends with every page stored once."""
+    web = WebThread(WEB, tmp_path / "requests.jsonl")
+    seeds = web.web.seeds[:6]
+    expected = reachable(web.model, seeds)
+    try:
+        with nats_server(tmp_path / "nats") as broker:
+            answered = when_requests(web, len(expected) // 3)
+            machines = {node: start(tmp_path, node, seeds, web, broker.url, size=2) for node in ("a", "b")}
+            try:
+                assert answered.wait(120), "the crawl did not get a third of the way"
+                os.killpg(machines["b"].pid, signal.SIGKILL)
+                machines["b"].wait(30)
+                at_crash = [u for u in records_at_crash(tmp_path / "b") if not u.endswith("/robots.txt")]
+                assert wait_manifest(tmp_path / "a", ["a"], 60), "a never took b out of its ring"
+                agent = int(Path(f"/proc/{machines['a'].pid}/task/{machines['a'].pid}/children").read_text().split()[0])
+                os.kill(agent, signal.SIGKILL)  # the agent alone: its supervisor restarts it
+                error = finish(machines["a"], tmp_path, "a", 240)
+            finally:
+                for process in machines.values():
+                    if process.poll() is None:
+                        os.killpg(process.pid, signal.SIGKILL)
+                        process.wait(30)
+    finally:
+        web.stop()
+    assert machines["a"].returncode == 0, error
+    stats = orjson.loads((tmp_path / "a" / "stats.json").read_bytes())
+    assert stats["stop_reason"] == "done" and stats["restarts"] == 1, error
+    stored = Counter([*at_crash, *(uri for kind, uri in warc_records(tmp_path / "a")
+                                   if kind in ("response", "revisit") and not uri.endswith("/robots.txt"))])
+    assert set(stored) == expected, f"lost: {sorted(expected - set(stored))[:5]}"
+    assert [u for u, n in stored.items() if n > 1] == [], "a page stored twice"
 
 
 def test_a_machine_cut_off_from_the_server_stops_before_the_others_could_take_its_hosts(tmp_path: Path) -> None:
