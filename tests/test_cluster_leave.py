@@ -11,8 +11,9 @@ stored was fetched again, and the only pages fetched twice are of b's hosts (its
 flight); no host or IP delay was violated across machines; and b's hosts were fetched again by
 the survivors within 30 s of the kill (the TTL, then the takeover). b, started again with
 ``--resume`` once the others took its hosts, rejoins: they hand its hosts back, it crawls them
-again, and all three end ``done`` with still every page stored once. And a machine cut off from
-the server (frozen with SIGSTOP) stops fetching within the TTL: the fence.
+again, and all three end ``done`` with still every page stored once. An agent of a survivor
+killed alone around the takeover is restarted on the new ring. And a machine cut off from the
+server (frozen with SIGSTOP) stops fetching within the TTL: the fence.
 """
 
 from __future__ import annotations
