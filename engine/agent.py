@@ -50,7 +50,7 @@ from engine.resolving import Resolver, Resolvers
 from engine.resume import InFlightSlots
 from engine.routing import LinkRouter
 from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
-from engine.status import AgentStatus
+from engine.status import TOP_HOSTS, AgentStatus
 from engine.steering import Steering
 from engine.todo import IpLeases, TodoFiller, TodoRing
 from frontier.filters import PhaseFilters
@@ -114,9 +114,9 @@ class Agent:
                                  alone=agents == 1, credentials=self.credentials)
         self.checkpointer = Checkpointer(crew, self.out / "warc", self.warc_prefix, self.router, self.fetchers)
         self.channel = None
+        self.steering = Steering(crew, self.fetchers, self.router)
         if channel is not None:
-            steering = Steering(crew, self.fetchers, self.router)
-            self.channel = SupervisorChannel(channel, self.status, steering.obey, crew.finish)
+            self.channel = SupervisorChannel(channel, self.status, self.steering.obey, crew.finish)
             crew.on_full.append(self._tell_full)
         self.timeline: list[dict[str, float]] = []
         self.started = 0.0
@@ -212,6 +212,7 @@ class Agent:
             histograms={"fetch_latency_seconds": self.fetchers.latency.as_dict(),
                         "politeness_wait_seconds": self.todo_filler.politeness_wait.as_dict()},
             policy=fs.policy, links_out=links_out, links_in=links_in,
+            top_hosts=self.crew.frontier.distributor.top_hosts(TOP_HOSTS) if self.steering.watched else (),
         )
 
     def summary(self) -> dict[str, Any]:

@@ -1,13 +1,16 @@
-"""The control API's commands, as one agent applies them: pause, resume, new seeds, live settings.
+"""The control API's commands, as one agent applies them: pause, resume, new seeds, live settings, watch.
 
 The supervisor fans each command out to every agent (``engine/channel.py``); the keys a live
 change may touch are ``engine/control.py: LIVE_KEYS``, already checked there. Writes the
 configuration, the crew's filters and run flag, the frontier's delays and schedule filter
 (``Frontier.set_delays``, ``Frontier.schedule``) and the number of fetchers; nothing else.
+``watch`` (the dashboard is open) only notes until when the agent's status lines carry its top
+hosts (``Agent.status``), a walk over its hosts that nobody pays for when nobody looks.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from engine.crew import Crew
@@ -23,6 +26,11 @@ class Steering:
         self.crew = crew
         self.fetchers = fetchers
         self.router = router
+        self.watched_until = 0.0  # monotonic; the status carries the top hosts until then
+
+    @property
+    def watched(self) -> bool:
+        return time.monotonic() < self.watched_until
 
     def obey(self, command: dict[str, Any]) -> None:
         crew = self.crew
@@ -37,6 +45,8 @@ class Steering:
                 crew.distributor_alarm.fire()
         elif cmd == "config":
             self.reconfigure(command["changes"])
+        elif cmd == "watch":
+            self.watched_until = time.monotonic() + float(command["seconds"])
 
     def reconfigure(self, changes: dict[str, Any]) -> None:
         crew = self.crew
