@@ -50,7 +50,7 @@ from engine.resolving import Resolver, Resolvers
 from engine.resume import InFlightSlots
 from engine.routing import LinkRouter
 from engine.stats import Counters, cpu_seconds, rss_bytes, write_json
-from engine.status import TOP_HOSTS, AgentStatus
+from engine.status import AgentStatus
 from engine.steering import Steering
 from engine.todo import IpLeases, TodoFiller, TodoRing
 from frontier.filters import PhaseFilters
@@ -211,8 +211,7 @@ class Agent:
             ips=fs.workbench.entries, **frontier_figures(fs), dns_cache=len(self.resolvers.resolver.cache),
             histograms={"fetch_latency_seconds": self.fetchers.latency.as_dict(),
                         "politeness_wait_seconds": self.todo_filler.politeness_wait.as_dict()},
-            policy=fs.policy, links_out=links_out, links_in=links_in,
-            top_hosts=self.crew.frontier.distributor.top_hosts(TOP_HOSTS) if self.steering.watched else (),
+            policy=fs.policy, links_out=links_out, links_in=links_in, top_hosts=self.steering.top_hosts(),
         )
 
     def summary(self) -> dict[str, Any]:

@@ -11,11 +11,13 @@ hosts (``Agent.status``), a walk over its hosts that nobody pays for when nobody
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from engine.crew import Crew
 from engine.fetching import Fetchers
 from engine.routing import LinkRouter
+from engine.status import TOP_HOSTS
 from frontier.filters import PhaseFilters
 
 
@@ -28,9 +30,9 @@ class Steering:
         self.router = router
         self.watched_until = 0.0  # monotonic; the status carries the top hosts until then
 
-    @property
-    def watched(self) -> bool:
-        return time.monotonic() < self.watched_until
+    def top_hosts(self) -> Sequence[tuple[str, int, int]]:
+        """The agent's hosts with the most pages while watched (``Agent.status``), else none."""
+        return self.crew.frontier.distributor.top_hosts(TOP_HOSTS) if time.monotonic() < self.watched_until else ()
 
     def obey(self, command: dict[str, Any]) -> None:
         crew = self.crew

@@ -34,8 +34,8 @@ function clock(seconds) {
 }
 
 // series: [{name, color, points: [[t, value], ...]}] with t in seconds; the x axis shows the last `span` seconds
-export function lineChart(svg, series, { span = 300, width = 480, height = 170 } = {}) {
-  const left = 44, right = 8, top = 8, bottom = 20;
+export function lineChart(svg, series, { span = 300, width = 360, height = 150 } = {}) {
+  const left = 40, right = 8, top = 8, bottom = 20;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.replaceChildren();
   const all = series.flatMap((s) => s.points);
@@ -63,7 +63,7 @@ export function lineChart(svg, series, { span = 300, width = 480, height = 170 }
 }
 
 // entries: [[label, value, className?], ...] drawn as one bar each, longest first as given
-export function barChart(svg, entries, { width = 360, row = 18, empty = "none yet" } = {}) {
+export function barChart(svg, entries, { width = 330, row = 18, empty = "none yet" } = {}) {
   const labelWidth = 92, valueWidth = 60;
   const height = Math.max(1, entries.length) * row + 4;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);

@@ -48,8 +48,9 @@ function drawCharts() {
   const series = (key) => timeline.map((p) => [p.t, p[key] ?? 0]);
   lineChart($("chart-pages"), [{ name: "pages", color: "#2f6fde", points: rates(timeline, "pages") }], { span: SPAN });
   lineChart($("chart-bytes"), [{ name: "bytes", color: "#2e9d5b", points: rates(timeline, "bytes", 1e6) }], { span: SPAN });
+  // the required front is a tile, not a line: it is often a hundred times the front, which it would flatten
   lineChart($("chart-front"), [{ name: "front", color: "#2f6fde", points: series("front") },
-    { name: "required_front", color: "#e07b24", points: series("required_front") }], { span: SPAN });
+    { name: "in_flight", color: "#e07b24", points: series("in_flight") }], { span: SPAN });
   lineChart($("chart-workbench"), [{ name: "workbench_urls", color: "#7a4fcf", points: series("workbench_urls") }],
     { span: SPAN });
 }
@@ -77,6 +78,12 @@ function rows(table, data) {
     });
     return tr;
   }));
+}
+
+// a histogram of GET /status (engine/metrics.py: counts per bucket) as bars, one per bucket
+function buckets(histogram) {
+  return Object.entries(histogram.counts).sort((a, b) => Number(a[0]) - Number(b[0]))
+    .map(([bound, n]) => [bound === "+Inf" ? "longer" : `≤ ${bound} s`, n]);
 }
 
 function drawStatus(status) {
@@ -107,10 +114,16 @@ function drawStatus(status) {
     { empty: "no errors" });
   const waits = status.histograms?.politeness_wait_seconds;
   if (waits) {
-    barChart($("waits"), Object.entries(waits.counts).map(([bound, n]) => [bound === "+Inf" ? "longer" : `≤ ${bound} s`, n]));
+    barChart($("waits"), buckets(waits));
     $("waits-total").textContent = `${formatNumber(waits.sum)} s asleep, fetchers idle ${formatNumber(stats.todo_wait_seconds)} s`;
   }
-  rows("agents", (status.agents || []).map((a) => [a.agent, a.pid, a.stats.pages ?? 0, (a.stats.bytes ?? 0) / 1e6,
+  const latency = status.histograms?.fetch_latency_seconds;
+  if (latency) {
+    barChart($("latency"), buckets(latency));
+    const n = Object.values(latency.counts).reduce((a, b) => a + b, 0);
+    $("latency-mean").textContent = n ? `mean ${formatNumber(latency.sum / n * 1000)} ms` : "";
+  }
+  rows("agents", (status.agents || []).map((a) => [a.agent, String(a.pid), a.stats.pages ?? 0,
     a.in_flight, a.todo, a.front, a.hosts, a.cpu_seconds, a.rss_bytes / 2 ** 20,
     a.paused ? "paused" : a.idle ? "idle" : "crawling"]));
   $("machines-box").hidden = !status.machines;
