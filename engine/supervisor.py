@@ -399,11 +399,14 @@ class Supervisor:
             await asyncio.sleep(TICK)  # a sampling period
             now = time.monotonic()
             statuses = [a.status for a in self.agents]
-            if all(s is not None for s in statuses):
+            complete = all(s is not None for s in statuses)
+            if complete:
                 if not self._ready_sent:
                     self.crawling()
                 self.check_end()
-            if self._ready_sent and now - last_sample >= 1.0:  # the timeline starts with the crawl
+            # the timeline starts with the crawl, and skips the ticks when an agent is missing (restarted, or
+            # gone at the end, when none may be left): its pages would drop out of the sum, then come back
+            if complete and self._ready_sent and now - last_sample >= 1.0:
                 last_sample = now
                 self.timeline.append(self.sample(now))
                 self.display.update(self.total(), now - self.started)
@@ -540,7 +543,7 @@ class Supervisor:
         theirs in their status lines only for :data:`WATCH` seconds after being asked: the first
         request waits for the lists, later ones read the last status lines."""
         now = time.monotonic()
-        if now >= self._watch_renew:
+        if now >= self._watch_renew and not self.stopping:  # stopping agents may be gone: nobody to wait for
             self._watch_renew = now + WATCH / 2
             await self.command({"cmd": "watch", "seconds": WATCH}, timeout=5.0)
         rows = [{"host": host, "pages": pages, "queued": queued, "agent": agent.index}
