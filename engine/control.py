@@ -25,8 +25,8 @@ POST     /stop        end the crawl as SIGTERM does; → ``{"stopping": true}``
 =======  ===========  ==============================================================
 
 Errors are JSON ``{"error": "..."}``: 400 for a body that is not the JSON expected, 401
-without the right token, 404/405 for unknown paths and methods, 422 for a
-:class:`~engine.config.ConfigError` (with its ``key``).
+without the right token, 403 for a change the cookie alone authorizes (below), 404/405 for
+unknown paths and methods, 422 for a :class:`~engine.config.ConfigError` (with its ``key``).
 
 A browser gets in without the header (``engine/dashboard/__init__.py``): ``/?token=T`` once, or
 the login form that ``/`` answers with a 401, sets an ``HttpOnly; SameSite=Strict`` cookie and
@@ -251,16 +251,16 @@ class ControlServer:
         if scheme.lower() == "bearer" and self._right(token.strip()):
             return await handler(request)
         cookie = request.cookies.get(dashboard.cookie_name(self.port_bound), "")
-        # compare_digest: the time taken does not tell how much of a guess was right
         if cookie and hmac.compare_digest(cookie.encode(), self._cookie):
             if request.method in ("GET", "HEAD") or DASHBOARD_HEADER in request.headers:
                 return await handler(request)
-            raise web.HTTPUnauthorized(reason=f"a change authorized by the cookie must carry {DASHBOARD_HEADER}")
+            raise web.HTTPForbidden(reason=f"a change authorized by the cookie must carry {DASHBOARD_HEADER}")
         if request.path == "/" and request.method == "GET":
-            return self._login_page(401)
+            return self._login_page()
         raise web.HTTPUnauthorized(reason="a valid bearer token is required")
 
     def _right(self, token: str) -> bool:
+        # compare_digest: the time taken does not tell how much of a guess was right
         return hmac.compare_digest(token.encode(), self._token)
 
     @property
@@ -269,16 +269,16 @@ class ControlServer:
         return self.address[1]
 
     def _enter(self, token: str) -> web.Response:
-        """The answer to a browser showing ``token``: the cookie and a redirect to ``/``
-        (off the address bar and out of the history), or the form again."""
+        """The answer to a browser showing ``token``: the cookie and a redirect to ``/`` (which takes
+        the token off the address bar), or the form again."""
         if not self._right(token):
-            return self._login_page(401, "That token is not the control API's.")
+            return self._login_page("That token is not the control API's.")
         response = web.Response(status=303, headers={"Location": "/", **dashboard.HEADERS})
         response.headers["Set-Cookie"] = dashboard.session_cookie(self.port_bound, self._token)
         return response
 
-    def _login_page(self, status: int, problem: str = "") -> web.Response:
-        return web.Response(body=dashboard.login_page(problem), status=status, content_type="text/html",
+    def _login_page(self, problem: str = "") -> web.Response:
+        return web.Response(body=dashboard.login_page(problem), status=401, content_type="text/html",
                             headers={**dashboard.HEADERS, "WWW-Authenticate": 'Bearer realm="crawl"'})
 
     # -- handlers ----------------------------------------------------------------------------

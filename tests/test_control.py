@@ -309,7 +309,7 @@ async def test_a_browser_shows_the_token_once_and_gets_a_strict_httponly_cookie(
         async with browser.get(server.url + "/status") as response:
             assert response.status == 200 and (await response.json())["paused"] is False
         async with browser.post(server.url + "/pause") as response:  # a change needs the page's header too
-            assert response.status == 401 and "X-Crawl-Dashboard" in (await response.json())["error"]
+            assert response.status == 403 and "X-Crawl-Dashboard" in (await response.json())["error"]
         assert not target.paused
         async with browser.post(server.url + "/pause", headers={"X-Crawl-Dashboard": "1"}) as response:
             assert response.status == 200

@@ -115,7 +115,7 @@ function drawStatus(status) {
   const waits = status.histograms?.politeness_wait_seconds;
   if (waits) {
     barChart($("waits"), buckets(waits));
-    $("waits-total").textContent = `${formatNumber(waits.sum)} s asleep, fetchers idle ${formatNumber(stats.todo_wait_seconds)} s`;
+    $("waits-total").textContent = `${formatNumber(waits.sum)} s asleep, fetchers idle ${formatNumber(stats.todo_wait_seconds)} fetcher-s`;
   }
   const latency = status.histograms?.fetch_latency_seconds;
   if (latency) {
