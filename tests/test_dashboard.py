@@ -10,7 +10,9 @@ saved to docs/dashboard.png.
 
 from __future__ import annotations
 
+import fnmatch
 import time
+import tomllib
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -19,13 +21,16 @@ import orjson
 import pytest
 
 from bench.invitro import LogRecord, WebParams
+from engine import dashboard
 from tests.browser import browser, watched_page
 from tests.invitro_harness import WebThread, when_requests
 from tests.test_control_crawl import TOKEN, Api, Crawl
 
 pytest.importorskip("playwright")
 
-SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "dashboard.png"
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+SCREENSHOT, LOGIN_SCREENSHOT = DOCS / "dashboard.png", DOCS / "dashboard-login.png"
 QUIET_WINDOW = 1.5  # seconds the crawl stays paused while the log is watched
 WAIT_MS = 30_000  # the longest a page may take to show what is asked of it
 # Some hosts answer with redirects, errors and missing pages, so the status mix has several bars;
@@ -35,6 +40,8 @@ WEB = WebParams(hosts=8, hosts_per_ip=2, mean_pages=400, max_pages=800, external
 # (key, what is typed into the form, the same as PATCH /config takes it: the form types a number as a number)
 REFUSED = [("politeness.host_delay", "soon", "soon"), ("engine.fetchers", "1.5", 1.5),
            ("filters.store", "status(200) and", "status(200) and")]
+# Chromium logs every answer of status 400 or more as a console error, the page's own 401 too
+HTTP_401 = "Failed to load resource: the server responded with a status of 401 (Unauthorized)"
 HTTP_422 = "Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)"
 
 
@@ -62,6 +69,13 @@ def looked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         happened["refusals"] = {key: orjson.loads(api.call("PATCH", "/config", {key: value})[1])
                                 for key, _, value in REFUSED}
         with browser() as chromium:
+            stranger = watched_page(chromium)  # no token: the login form
+            response = stranger.page.goto(crawl.url + "/")
+            assert response is not None
+            happened["login"] = (response.status, stranger.page.locator("form[action='/login']").count())
+            DOCS.mkdir(exist_ok=True)
+            stranger.page.screenshot(path=str(LOGIN_SCREENSHOT))
+            happened["errors_login"] = list(stranger.errors)
             watched = watched_page(chromium)
             page = watched.page
             page.set_viewport_size({"width": 1400, "height": 1000})
@@ -78,7 +92,6 @@ def looked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             happened["statuses"] = page.evaluate("() => [...document.querySelectorAll('#statuses rect')].map(r => +r.dataset.value)")
             happened["agents"] = page.locator("#agents tbody tr").count()
             happened["hosts"] = page.locator("#hosts tbody tr td:first-child").all_inner_texts()
-            SCREENSHOT.parent.mkdir(exist_ok=True)
             page.screenshot(path=str(SCREENSHOT), full_page=True)
             happened["errors_looking"] = list(watched.errors)
 
@@ -130,6 +143,11 @@ def test_without_the_token_the_page_and_the_api_are_refused(looked: dict[str, An
     assert b"not the control API" in looked["anonymous"]["/?token=wrong"][1]
 
 
+def test_a_browser_without_the_token_gets_the_login_form(looked: dict[str, Any]) -> None:
+    assert looked["login"] == (401, 1)
+    assert looked["errors_login"] == [HTTP_401], "only the browser's note of the form's own status"
+
+
 def test_the_token_in_the_address_becomes_a_strict_httponly_cookie(looked: dict[str, Any]) -> None:
     assert "token" not in looked["url"] and looked["url"].endswith("/")
     (cookie,) = looked["cookies"]
@@ -168,3 +186,13 @@ def test_the_form_refuses_a_bad_value_with_patch_configs_own_words(looked: dict[
 def test_the_stop_button_ends_the_crawl_cleanly(looked: dict[str, Any]) -> None:
     assert looked["exit"] == 0
     assert looked["stats"]["stop_reason"] == "control API"
+
+
+def test_every_file_of_the_page_goes_into_the_wheel() -> None:
+    """pyproject's package-data names every file the server serves (an editable install would hide a miss:
+    it serves from the tree; checked by hand with ``pip wheel . --no-deps`` and the wheel's listing)."""
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["engine.dashboard"]
+    folder = ROOT / "engine" / "dashboard"
+    files = {p.name for p in folder.iterdir() if p.is_file() and p.suffix != ".py"}
+    assert files == set(dashboard.ASSETS)
+    assert all(any(fnmatch.fnmatch(name, pattern) for pattern in patterns) for name in files)

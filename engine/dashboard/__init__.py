@@ -66,7 +66,7 @@ def login_page(problem: str = "") -> bytes:
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>crawl: sign in</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="stylesheet" href="/dashboard/dashboard.css"></head>
+<link rel="icon" href="data:,"><link rel="stylesheet" href="/dashboard/dashboard.css"></head>
 <body class="login"><form method="post" action="/login">
 <h1>crawl</h1>{note}
 <label>Control token <input type="password" name="token" autocomplete="current-password" autofocus required></label>

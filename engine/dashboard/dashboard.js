@@ -13,6 +13,7 @@ let timeline = []; // points of GET /timeline, t ascending, the last SPAN second
 let looks = 0;
 let timer = null;
 let settings = {}; // the live settings as the server last said
+let pending = null; // the command this page sent and awaits: "/pause" answers once no fetch is in flight
 
 async function api(method, path, body) {
   const init = { method, headers: method === "GET" ? {} : { ...CHANGES } };
@@ -89,11 +90,13 @@ function buckets(histogram) {
 function drawStatus(status) {
   const stats = status.stats;
   const errors = Object.values(stats.errors).reduce((a, b) => a + b, 0);
+  // "paused" once no fetch is in flight: the flag is set at once, the fetches under way finish first
+  const draining = pending === "/pause" || (status.paused && status.in_flight > 0);
   const state = $("state");
-  state.textContent = status.paused ? "paused" : "running";
+  state.textContent = draining ? "pausing" : pending === "/resume" ? "resuming" : status.paused ? "paused" : "running";
   state.className = `state ${status.paused ? "paused" : "running"}`;
-  $("pause").disabled = status.paused;
-  $("resume").disabled = !status.paused;
+  $("pause").disabled = status.paused || pending !== null;
+  $("resume").disabled = !status.paused || pending !== null;
   const last = timeline[timeline.length - 1];
   $("elapsed").textContent = last ? `${Math.round(last.t)} s crawling` : "starting";
   $("tiles").replaceChildren(
@@ -138,6 +141,7 @@ function drawStatus(status) {
 
 async function look() {
   timer = null;
+  let period = PERIOD;
   try {
     const since = timeline.length ? timeline[timeline.length - 1].t : -1;
     const [status, points] = await Promise.all([api("GET", "/status"), api("GET", `/timeline?since=${since}`)]);
@@ -155,8 +159,9 @@ async function look() {
     $("state").textContent = "no answer";
     $("state").className = "state gone";
     problem(`The crawl does not answer (${error.message}); it may have ended.`);
+    period = 5 * PERIOD; // a crawl that ended is asked again, but not every second
   }
-  if (!document.hidden) timer = setTimeout(look, PERIOD);
+  if (!document.hidden) timer = setTimeout(look, period);
 }
 
 // A hidden tab stops looking, so a forgotten tab costs the crawl nothing; shown again, it looks at once.
@@ -166,8 +171,15 @@ document.addEventListener("visibilitychange", () => {
 
 async function command(button, path) {
   button.disabled = true;
-  const { status, body } = await api("POST", path);
-  if (status !== 200) problem(body.error);
+  pending = path;
+  try {
+    const { status, body } = await api("POST", path);
+    if (status !== 200) problem(body.error);
+  } catch (error) {
+    problem(`${path} got no answer (${error.message})`);
+  } finally {
+    pending = null;
+  }
   if (timer !== null) { clearTimeout(timer); look(); }
 }
 
@@ -215,7 +227,12 @@ $("config").addEventListener("submit", async (event) => {
   $("config-error").hidden = true;
   $("config-done").hidden = true;
   if (!Object.keys(changes).length) return;
-  const { status, body } = await api("PATCH", "/config", changes);
+  let status, body;
+  try {
+    ({ status, body } = await api("PATCH", "/config", changes));
+  } catch (error) {
+    ({ status, body } = { status: 0, body: { error: `PATCH /config got no answer (${error.message})` } });
+  }
   if (status === 200) {
     settings = { ...settings, ...body };
     $("config-done").textContent = `applied: ${Object.keys(body).join(", ")}`;
@@ -227,5 +244,5 @@ $("config").addEventListener("submit", async (event) => {
   }
 });
 
-api("GET", "/config").then(({ body }) => buildForm(body));
+api("GET", "/config").then(({ body }) => buildForm(body), (error) => problem(`GET /config: ${error.message}`));
 look();
