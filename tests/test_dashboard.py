@@ -4,8 +4,9 @@ One crawl (`crawl run --control`, two agent processes, as tests/test_control_cra
 and one Chromium page (tests/browser.py) signed in with ``?token=``; the page is driven step by
 step and what happened is judged below: the cookie, the charts filling, pause and resume seen in
 the web server's request log, the form's refusals word for word as PATCH /config's, the Stop
-button ending the crawl, and no console error on the way. A screenshot of the page mid-crawl is
-saved to docs/dashboard.png.
+button ending the crawl, and no console error on the way. Screenshots of the page mid-crawl and
+of the login form are saved to docs/dashboard.png and docs/dashboard-login.png (each run
+rewrites them: commit them when the page's look changes).
 """
 
 from __future__ import annotations
