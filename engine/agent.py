@@ -114,9 +114,9 @@ class Agent:
                                  alone=agents == 1, credentials=self.credentials)
         self.checkpointer = Checkpointer(crew, self.out / "warc", self.warc_prefix, self.router, self.fetchers)
         self.channel = None
+        self.steering = Steering(crew, self.fetchers, self.router)
         if channel is not None:
-            steering = Steering(crew, self.fetchers, self.router)
-            self.channel = SupervisorChannel(channel, self.status, steering.obey, crew.finish)
+            self.channel = SupervisorChannel(channel, self.status, self.steering.obey, crew.finish)
             crew.on_full.append(self._tell_full)
         self.timeline: list[dict[str, float]] = []
         self.started = 0.0
@@ -210,7 +210,7 @@ class Agent:
             in_flight=self.fetchers.in_flight, todo=len(self.todo), hosts=fs.workbench.visit_states,
             ips=fs.workbench.entries, **frontier_figures(fs), dns_cache=len(self.resolvers.resolver.cache),
             histograms=histograms(self.fetchers.latency, self.todo_filler.politeness_wait),
-            policy=fs.policy, links_out=links_out, links_in=links_in,
+            policy=fs.policy, links_out=links_out, links_in=links_in, top_hosts=self.steering.top_hosts(),
         )
 
     def summary(self) -> dict[str, Any]:
