@@ -111,9 +111,9 @@ class Agent:
         self.checkpointer = Checkpointer(crew, self.out / "warc", self.warc_prefix, self.router, self.fetchers)
         self.takeovers = Takeovers(crew, self.router, self.fetchers.skip, all_seeds, self.checkpointer, self.pipeline.link_rules)
         self.channel = None
+        self.steering = Steering(crew, self.fetchers, self.router, self.takeovers.ring if members is not None else None)
         if channel is not None:
-            steering = Steering(crew, self.fetchers, self.router, self.takeovers.ring if members is not None else None)
-            self.channel = SupervisorChannel(channel, self.status, steering.obey, crew.finish)
+            self.channel = SupervisorChannel(channel, self.status, self.steering.obey, crew.finish)
             crew.on_full.append(self._tell_full)
         self.timeline: list[dict[str, float]] = []
         self.started = 0.0
@@ -207,7 +207,7 @@ class Agent:
             in_flight=self.fetchers.in_flight, todo=len(self.todo), hosts=fs.workbench.visit_states,
             ips=fs.workbench.entries, **frontier_figures(fs), dns_cache=len(self.resolvers.resolver.cache),
             histograms=histograms(self.fetchers.latency, self.todo_filler.politeness_wait),
-            policy=fs.policy, links_out=links_out, links_in=links_in,
+            policy=fs.policy, links_out=links_out, links_in=links_in, top_hosts=self.steering.top_hosts(),
         )
 
     def summary(self) -> dict[str, Any]:

@@ -9,8 +9,13 @@ is checked before anything is bound.
 =======  ===========  ==============================================================
 method   path         what
 =======  ===========  ==============================================================
+GET      /            the live dashboard (``engine/dashboard/``), for a browser
 GET      /status      the status dict (``engine/metrics.py``) as JSON
 GET      /metrics     Prometheus text exposition of the same
+GET      /timeline    ``?since=T``: the points of the crawl's timeline after ``t = T`` (the last
+                      :data:`TIMELINE_POINTS` at most), sampled once a second by the supervisor
+GET      /hosts       the hosts with the most pages fetched: ``[{"host", "pages", "queued", "agent"}]``
+GET      /config      the current values of :data:`LIVE_KEYS`
 POST     /pause       start no more fetches; answers once none is in flight → ``{"paused": true}``
 POST     /resume      start again; → ``{"paused": false}``
 POST     /seeds       ``{"urls": [...]}`` → ``{"received": n, "accepted": k}``
@@ -20,8 +25,15 @@ POST     /stop        end the crawl as SIGTERM does; → ``{"stopping": true}``
 =======  ===========  ==============================================================
 
 Errors are JSON ``{"error": "..."}``: 400 for a body that is not the JSON expected, 401
-without the right token, 404/405 for unknown paths and methods, 422 for a
-:class:`~engine.config.ConfigError` (with its ``key``).
+without the right token, 403 for a change the cookie alone authorizes (below), 404/405 for
+unknown paths and methods, 422 for a :class:`~engine.config.ConfigError` (with its ``key``).
+
+A browser gets in without the header (``engine/dashboard/__init__.py``): ``/?token=T`` once, or
+the login form that ``/`` answers with a 401, sets an ``HttpOnly; SameSite=Strict`` cookie and
+redirects to ``/``. The cookie is accepted for every path; a request that changes something
+must also carry the header ``X-Crawl-Dashboard`` (the page's own ``fetch`` sends it), which no
+other page can send without a CORS preflight this server never grants: SameSite=Strict keeps
+other sites out, but not another port of the same host, which browsers count as the same site.
 
 The server drives a :class:`Controllable`: an agent in a one-process crawl, or the parent
 that fans each call out to its agents.
@@ -32,19 +44,23 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
 
 from engine import config as configuration
+from engine import dashboard
 from engine.config import Config, ConfigError
 from engine.metrics import CONTENT_TYPE
 
-__all__ = ["LIVE_KEYS", "TOKEN_ENV", "Controllable", "ControlServer", "live_changes", "token_for"]
+__all__ = ["LIVE_KEYS", "TIMELINE_POINTS", "TOKEN_ENV", "Controllable", "ControlServer", "live_changes",
+           "live_values", "token_for"]
 
 TOKEN_ENV = "CRAWL_CONTROL_TOKEN"
+TIMELINE_POINTS = 900  # at most this many points per GET /timeline: the last quarter of an hour
+DASHBOARD_HEADER = "X-Crawl-Dashboard"  # what a cookie-authenticated change must carry (no other page can send it)
 
 # What PATCH /config may change while the crawl runs; everything else needs a restart.
 LIVE_KEYS = (
@@ -68,12 +84,21 @@ class Controllable(Protocol):
     are stored); ``patch_config`` once every agent applies the changes (checked by
     :func:`live_changes` already), returning the new values; ``add_seeds`` routes each URL
     to the agent owning its host and returns how many were valid; ``stop`` ends the crawl
-    as SIGTERM does.
+    as SIGTERM does. ``top_hosts`` asks the agents for their hosts with the most pages
+    (work done only while someone asks), ``config`` and ``timeline`` are read as they are.
     """
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def timeline(self) -> Sequence[Mapping[str, float]]: ...  # engine.progress.sample, once a second, t ascending
 
     def status(self) -> dict[str, Any]: ...  # JSON-able, the shape engine/metrics.py reads
 
     def metrics(self) -> bytes: ...  # Prometheus text exposition (engine.metrics.Exporter)
+
+    async def top_hosts(self) -> list[dict[str, Any]]: ...  # [{"host", "pages", "queued", "agent"}], most pages first
 
     async def pause(self) -> None: ...
 
@@ -113,8 +138,13 @@ def live_changes(changes: object) -> dict[str, Any]:
         section, name = key.split(".")
         configuration.apply(probe, {section: {name: value}}, "PATCH /config")
     configuration.validate(probe)
-    values = configuration.describe(probe)
-    return {key: values[key.split(".")[0]][key.split(".")[1]] for key in changes}
+    return live_values(probe, list(changes))
+
+
+def live_values(config: Config, keys: Sequence[str] = LIVE_KEYS) -> dict[str, Any]:
+    """``{"section.name": value}`` of ``config`` for ``keys``, as ``crawl.toml`` would write them."""
+    tables = configuration.describe(config)
+    return {key: tables[key.split(".")[0]][key.split(".")[1]] for key in keys}
 
 
 def _split_listen(listen: str) -> tuple[str, int]:
@@ -155,11 +185,18 @@ class ControlServer:
                 "beyond this machine",
             )
         self._token = token.encode()
+        self._cookie = dashboard.cookie_value(self._token).encode()
         self.target = target
         app = web.Application(middlewares=[self._errors, self._authorize])
         app.add_routes([
+            web.get("/", self._page),
+            web.post("/login", self._login),
+            web.get("/dashboard/{name}", self._asset),
             web.get("/status", self._status),
             web.get("/metrics", self._metrics),
+            web.get("/timeline", self._timeline),
+            web.get("/hosts", self._hosts),
+            web.get("/config", self._get_config),
             web.post("/pause", self._pause),
             web.post("/resume", self._resume),
             web.post("/seeds", self._seeds),
@@ -206,16 +243,79 @@ class ControlServer:
 
     @web.middleware
     async def _authorize(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path.startswith("/dashboard/") or request.path == "/login":
+            return await handler(request)  # the page's files hold no data; /login checks the token itself
+        if "token" in request.query and request.path == "/":
+            return self._enter(request.query["token"])
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and self._right(token.strip()):
+            return await handler(request)
+        cookie = request.cookies.get(dashboard.cookie_name(self.port_bound), "")
+        if cookie and hmac.compare_digest(cookie.encode(), self._cookie):
+            if request.method in ("GET", "HEAD") or DASHBOARD_HEADER in request.headers:
+                return await handler(request)
+            raise web.HTTPForbidden(reason=f"a change authorized by the cookie must carry {DASHBOARD_HEADER}")
+        if request.path == "/" and request.method == "GET":
+            return self._login_page()
+        raise web.HTTPUnauthorized(reason="a valid bearer token is required")
+
+    def _right(self, token: str) -> bool:
         # compare_digest: the time taken does not tell how much of a guess was right
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self._token):
-            raise web.HTTPUnauthorized(reason="a valid bearer token is required")
-        return await handler(request)
+        return hmac.compare_digest(token.encode(), self._token)
+
+    @property
+    def port_bound(self) -> int:
+        assert self.address is not None, "not started"
+        return self.address[1]
+
+    def _enter(self, token: str) -> web.Response:
+        """The answer to a browser showing ``token``: the cookie and a redirect to ``/`` (which takes
+        the token off the address bar), or the form again."""
+        if not self._right(token):
+            return self._login_page("That token is not the control API's.")
+        response = web.Response(status=303, headers={"Location": "/", **dashboard.HEADERS})
+        response.headers["Set-Cookie"] = dashboard.session_cookie(self.port_bound, self._token)
+        return response
+
+    def _login_page(self, problem: str = "") -> web.Response:
+        return web.Response(body=dashboard.login_page(problem), status=401, content_type="text/html",
+                            headers={**dashboard.HEADERS, "WWW-Authenticate": 'Bearer realm="crawl"'})
 
     # -- handlers ----------------------------------------------------------------------------
 
+    async def _page(self, request: web.Request) -> web.Response:
+        return web.Response(body=dashboard.asset("index.html"), content_type="text/html", headers=dashboard.HEADERS)
+
+    async def _login(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        token = form.get("token")
+        return self._enter(token if isinstance(token, str) else "")
+
+    async def _asset(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in dashboard.ASSETS:
+            raise web.HTTPNotFound(reason=f"no file {name} in the dashboard")
+        return web.Response(body=dashboard.asset(name), content_type=dashboard.ASSETS[name], headers=dashboard.HEADERS)
+
     async def _status(self, request: web.Request) -> web.Response:
         return _json(self.target.status())
+
+    async def _timeline(self, request: web.Request) -> web.Response:
+        try:
+            since = float(request.query.get("since", "-inf"))
+        except ValueError:
+            raise _BadRequest("since: expected a number of seconds, e.g. ?since=12.5") from None
+        timeline = self.target.timeline
+        start = len(timeline)  # the points are in time order: walk back from the end, never over the whole crawl
+        while start > 0 and timeline[start - 1]["t"] > since and len(timeline) - start < TIMELINE_POINTS:
+            start -= 1
+        return _json(list(timeline[start:]))
+
+    async def _hosts(self, request: web.Request) -> web.Response:
+        return _json(await self.target.top_hosts())
+
+    async def _get_config(self, request: web.Request) -> web.Response:
+        return _json(live_values(self.target.config))
 
     async def _metrics(self, request: web.Request) -> web.Response:
         response = web.Response(body=self.target.metrics())

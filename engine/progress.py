@@ -206,6 +206,7 @@ def sample(status: AgentStatus, elapsed: float) -> dict[str, float]:
         "in_flight": status.in_flight,
         "todo_wait_seconds": status.stats["todo_wait_seconds"],
         "hosts": status.hosts,
+        "workbench_urls": status.workbench_urls,
     }
 
 

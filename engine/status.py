@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+TOP_HOSTS = 10  # hosts an agent lists in ``top_hosts``, and the dashboard shows over all agents
 # the fields that describe one agent, not a quantity: the sum of several agents leaves them at their default
-_IDENTITY = frozenset({"agent", "pid", "command_seq", "paused", "idle", "links_out", "links_in"})
+_IDENTITY = frozenset({"agent", "pid", "command_seq", "paused", "idle", "links_out", "links_in", "top_hosts"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,8 @@ class AgentStatus:
     policy: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # the crawl policy's counters()
     links_out: Mapping[str, Sequence[int]] = field(default_factory=dict)  # receiver -> spool end, as written
     links_in: Mapping[str, Sequence[int]] = field(default_factory=dict)  # sender -> read position
+    # (host, pages fetched, URLs waiting) of the hosts with the most pages, only while watched (engine/steering.py)
+    top_hosts: Sequence[Sequence[Any]] = ()
 
     @property
     def pages(self) -> int:

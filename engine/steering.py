@@ -1,20 +1,24 @@
-"""The control API's commands, as one agent applies them: pause, resume, new seeds, live settings;
+"""The control API's commands, as one agent applies them: pause, resume, new seeds, live settings, watch;
 and, in a crawl over several machines, the ring of the machines still live (``engine/takeover.py``).
 
 The supervisor fans each command out to every agent (``engine/channel.py``); the keys a live
 change may touch are ``engine/control.py: LIVE_KEYS``, already checked there. Writes the
 configuration, the crew's filters and run flag, the frontier's delays and schedule filter
 (``Frontier.set_delays``, ``Frontier.schedule``) and the number of fetchers; nothing else.
+``watch`` (the dashboard is open) only notes until when the agent's status lines carry its top
+hosts (``Agent.status``), a walk over its hosts that nobody pays for when nobody looks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.crew import Crew
 from engine.fetching import Fetchers
 from engine.routing import LinkRouter
+from engine.status import TOP_HOSTS
 from frontier.filters import PhaseFilters
 
 
@@ -27,6 +31,11 @@ class Steering:
         self.fetchers = fetchers
         self.router = router
         self.ring = ring  # machines left or rejoined a crawl over several: the live machines' ring (Takeovers.ring)
+        self.watched_until = 0.0  # monotonic; the status carries the top hosts until then
+
+    def top_hosts(self) -> Sequence[tuple[str, int, int]]:
+        """The agent's hosts with the most pages while watched (``Agent.status``), else none."""
+        return self.crew.frontier.distributor.top_hosts(TOP_HOSTS) if time.monotonic() < self.watched_until else ()
 
     def obey(self, command: dict[str, Any]) -> None:
         crew = self.crew
@@ -43,6 +52,8 @@ class Steering:
             self.reconfigure(command["changes"])
         elif cmd == "ring" and self.ring is not None:
             self.ring(command["live"], command.get("sources", []))
+        elif cmd == "watch":
+            self.watched_until = time.monotonic() + float(command["seconds"])
 
     def reconfigure(self, changes: dict[str, Any]) -> None:
         crew = self.crew

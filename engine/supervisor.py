@@ -64,7 +64,7 @@ from engine.metrics import Exporter
 from engine.progress import ProgressDisplay, sample
 from engine.sdnotify import Notifier
 from engine.stats import NOT_ADDED, Counters, cpu_seconds, rss_bytes, write_json
-from engine.status import AgentStatus, add_up
+from engine.status import TOP_HOSTS, AgentStatus, add_up
 from frontier.urls import canonicalize
 from store.errors import StoreFull, free_space, preallocate
 
@@ -79,6 +79,7 @@ MAX_RESTARTS = 5  # within RESTART_WINDOW seconds, per agent
 RESTART_WINDOW = 60.0
 TICK = 0.5  # seconds between two looks at the agents' statuses
 LAST_WORDS = 5.0  # seconds to read what an agent sent before it exited (it is at most a line or two)
+WATCH = 10.0  # seconds the agents list their top hosts after GET /hosts asked (renewed halfway)
 
 
 class CrawlFolderError(Exception):
@@ -144,6 +145,7 @@ class Supervisor:
             from engine.machines import Machines
 
             self.machines = Machines(self, agents)
+        self._watch_renew = 0.0  # monotonic: when GET /hosts next tells the agents to go on listing their hosts
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -346,11 +348,14 @@ class Supervisor:
             await asyncio.sleep(TICK)  # a sampling period
             now = time.monotonic()
             statuses = [a.status for a in self.agents]
-            if all(s is not None for s in statuses):
+            complete = all(s is not None for s in statuses)
+            if complete:
                 if not self._ready_sent:
                     self.crawling()
                 self.check_end()
-            if self._ready_sent and any(statuses) and now - last_sample >= 1.0:  # from the crawl's start to its agents' exit
+            # the timeline starts with the crawl, and skips the ticks when an agent is missing (restarted, or
+            # gone at the end, when none may be left): its pages would drop out of the sum, then come back
+            if complete and self._ready_sent and now - last_sample >= 1.0:
                 last_sample = now
                 self.timeline.append(self.sample(now))
                 self.display.update(self.total(), now - self.started)
@@ -481,6 +486,19 @@ class Supervisor:
 
     async def stop(self) -> None:
         self.stop_crawl("control API")
+
+    async def top_hosts(self) -> list[dict[str, Any]]:
+        """The hosts with the most pages over all agents (each host is one agent's). The agents list
+        theirs in their status lines only for :data:`WATCH` seconds after being asked: the first
+        request waits for the lists, later ones read the last status lines."""
+        now = time.monotonic()
+        if now >= self._watch_renew and not self.stopping:  # stopping agents may be gone: nobody to wait for
+            self._watch_renew = now + WATCH / 2
+            await self.command({"cmd": "watch", "seconds": WATCH}, timeout=5.0)
+        rows = [{"host": host, "pages": pages, "queued": queued, "agent": agent.index}
+                for agent in self.agents if agent.status is not None
+                for host, pages, queued in agent.status.top_hosts]
+        return sorted(rows, key=lambda row: -row["pages"])[:TOP_HOSTS]
 
     # -- the end -------------------------------------------------------------------------------
 

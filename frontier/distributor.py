@@ -39,6 +39,7 @@ revisits, in memory, ahead of its backlog, whatever the budgets.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -307,3 +308,9 @@ class Distributor:
             dropped_purged=self.dropped_purged,
             fetcher_waits=self.fetcher_waits,
         )
+
+    def top_hosts(self, n: int) -> list[tuple[str, int, int]]:
+        """The ``n`` hosts with the most pages fetched: (scheme+authority, fetched, URLs waiting in memory
+        and on disk). A walk over every visit state: for a look now and then (the dashboard), never per fetch."""
+        best = heapq.nlargest(n, self.host_to_visit_state.values(), key=lambda vs: vs.fetched)
+        return [(vs.scheme_authority, vs.fetched, vs.queued + vs.on_disk) for vs in best]

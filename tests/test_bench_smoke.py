@@ -175,3 +175,11 @@ def test_idle_cost_benchmark_compares_a_bound_crawl_with_an_unbound_one(tmp_path
     assert 0 < bound["pages_per_second"] < unbound["pages_per_second"]
     assert bound["html_pages"] > 0 and unbound["html_pages"] > 0
     assert len(result["idle"]["ms_per_second"]) >= 2  # the supervisor and its agents, one per core
+
+
+def test_cluster_scaling_benchmark_crawls_with_one_machine_and_with_three(tmp_path: Path) -> None:
+    run_benchmark("bench.cluster_scaling", "--smoke", "--out", str(tmp_path))
+    result = orjson.loads((tmp_path / "cluster_scaling.json").read_bytes())
+    one, several = result["median"]["one"], result["median"]["several"]
+    assert one["html_pages"] > 0 and several["html_pages"] > 0
+    assert one["broker_cpu_seconds"] == 0 < several["broker_cpu_seconds"]  # only the three machines used the broker

@@ -11,8 +11,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from engine import config as configuration
+from engine import dashboard
 from engine.config import Config, ConfigError
-from engine.control import LIVE_KEYS, TOKEN_ENV, ControlServer, live_changes, token_for
+from engine.control import LIVE_KEYS, TIMELINE_POINTS, TOKEN_ENV, ControlServer, live_changes, token_for
 from engine.metrics import Exporter
 from engine.stats import Counters
 from frontier.urls import canonicalize
@@ -31,6 +32,8 @@ class Target:
         self.counters = Counters(pages=42, bytes=4200)
         self.counters.statuses[200] = 42
         self.exporter = Exporter(self.status)
+        self.timeline = [{"t": float(t), "pages": 10.0 * t} for t in range(1, 2001)]
+        self.hosts_asked = 0
 
     def status(self) -> dict[str, Any]:
         return {"stats": self.counters.as_dict(), "paused": self.paused, "front": 3, "todo": 1,
@@ -38,6 +41,10 @@ class Target:
 
     def metrics(self) -> bytes:
         return self.exporter.render()
+
+    async def top_hosts(self) -> list[dict[str, Any]]:
+        self.hosts_asked += 1
+        return [{"host": "http://a.test", "pages": 7, "queued": 3, "agent": 0}]
 
     async def pause(self) -> None:
         self.paused = True
@@ -233,3 +240,93 @@ def test_live_keys_are_configuration_keys() -> None:
         section, name = key.split(".")
         assert name in tables[section], key
     assert live_changes({key: tables[key.split(".")[0]][key.split(".")[1]] for key in LIVE_KEYS if key != "engine.fetchers"})
+
+
+async def test_config_lists_the_live_settings(api) -> None:  # type: ignore[no-untyped-def]
+    _, target, session = api
+    async with session.patch("/config", json={"politeness.host_delay": 2}) as response:
+        assert response.status == 200
+    async with session.get("/config") as response:
+        values = await response.json()
+    assert list(values) == list(LIVE_KEYS)
+    assert values["politeness.host_delay"] == 2.0 and values["engine.fetchers"] == target.config.engine.fetchers
+
+
+async def test_timeline_gives_the_points_after_since_and_at_most_the_last_ones(api) -> None:  # type: ignore[no-untyped-def]
+    _, target, session = api
+    async with session.get("/timeline", params={"since": "1995.5"}) as response:
+        assert [p["t"] for p in await response.json()] == [1996.0, 1997.0, 1998.0, 1999.0, 2000.0]
+    async with session.get("/timeline") as response:
+        points = await response.json()
+    assert len(points) == TIMELINE_POINTS and points[-1] == target.timeline[-1]
+    async with session.get("/timeline", params={"since": "soon"}) as response:
+        assert response.status == 400
+
+
+async def test_hosts_are_the_targets_top_hosts(api) -> None:  # type: ignore[no-untyped-def]
+    _, target, session = api
+    async with session.get("/hosts") as response:
+        assert await response.json() == [{"host": "http://a.test", "pages": 7, "queued": 3, "agent": 0}]
+    assert target.hosts_asked == 1
+
+
+async def test_the_dashboard_files_are_served_from_the_package(api) -> None:  # type: ignore[no-untyped-def]
+    server, _, session = api
+    async with aiohttp.ClientSession() as anonymous:  # the files hold no data: no token needed
+        for name, kind in dashboard.ASSETS.items():
+            async with anonymous.get(f"{server.url}/dashboard/{name}") as response:
+                assert response.status == 200 and response.content_type == kind
+                assert await response.read() == dashboard.asset(name)
+                assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+        async with anonymous.get(f"{server.url}/dashboard/secrets.txt") as response:
+            assert response.status == 404
+    async with session.get("/") as response:  # the bearer token opens the page too
+        assert response.status == 200 and b'src="/dashboard/dashboard.js"' in await response.read()
+
+
+def _cookie_of(response: aiohttp.ClientResponse) -> str:
+    return response.headers["Set-Cookie"]
+
+
+@pytest.mark.parametrize("how", ["query", "form"])
+async def test_a_browser_shows_the_token_once_and_gets_a_strict_httponly_cookie(api, how) -> None:  # type: ignore[no-untyped-def]
+    server, target, _ = api
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:  # unsafe: keeps an IP's
+        async with browser.get(server.url + "/") as response:  # no cookie yet: the login form
+            assert response.status == 401 and response.content_type == "text/html"
+            assert b'action="/login"' in await response.read()
+        if how == "query":
+            entering = browser.get(f"{server.url}/?token={TOKEN}", allow_redirects=False)
+        else:
+            entering = browser.post(server.url + "/login", data={"token": TOKEN}, allow_redirects=False)
+        async with entering as response:
+            assert response.status == 303 and response.headers["Location"] == "/"  # the token off the address bar
+            cookie = _cookie_of(response)
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and TOKEN not in cookie
+        assert cookie.startswith(dashboard.cookie_name(server.address[1]) + "=")
+        async with browser.get(server.url + "/") as response:
+            assert response.status == 200
+        async with browser.get(server.url + "/status") as response:
+            assert response.status == 200 and (await response.json())["paused"] is False
+        async with browser.post(server.url + "/pause") as response:  # a change needs the page's header too
+            assert response.status == 403 and "X-Crawl-Dashboard" in (await response.json())["error"]
+        assert not target.paused
+        async with browser.post(server.url + "/pause", headers={"X-Crawl-Dashboard": "1"}) as response:
+            assert response.status == 200
+        assert target.paused
+
+
+@pytest.mark.parametrize("how", ["query", "form"])
+async def test_a_wrong_token_gets_the_form_again_and_no_cookie(api, how) -> None:  # type: ignore[no-untyped-def]
+    server, _, _ = api
+    async with aiohttp.ClientSession() as browser:
+        if how == "query":
+            entering = browser.get(f"{server.url}/?token=wrong", allow_redirects=False)
+        else:
+            entering = browser.post(server.url + "/login", data={"token": "wrong"}, allow_redirects=False)
+        async with entering as response:
+            assert response.status == 401 and "Set-Cookie" not in response.headers
+            assert b"not the control API" in await response.read()
+        forged = {dashboard.cookie_name(server.address[1]): dashboard.cookie_value(b"wrong")}
+        async with browser.get(server.url + "/status", cookies=forged) as response:
+            assert response.status == 401

@@ -23,6 +23,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,9 +101,10 @@ def when_target(web: WebThread, target: str) -> threading.Event:
 
 
 class Crawl:
-    """``crawl run --control`` in a child process; stderr is read in a thread."""
+    """``crawl run --control`` in a child process; stderr is read in a thread. ``settings`` (KEY=VALUE)
+    are set after this module's own."""
 
-    def __init__(self, tmp: Path, seeds: list[str], dns: str) -> None:
+    def __init__(self, tmp: Path, seeds: list[str], dns: str, settings: Sequence[str] = ()) -> None:
         (tmp / "seeds.txt").write_text("\n".join(seeds) + "\n")
         port = free_port()
         cmd = [sys.executable, "-m", "engine.cli", "run", "--seeds", str(tmp / "seeds.txt"), "--out", str(tmp / "out"),
@@ -110,6 +112,7 @@ class Crawl:
                "--set", 'network.allow_networks=["127.0.0.0/8"]', "--set", f'engine.user_agent="{USER_AGENT}"',
                "--set", 'engine.progress="off"', "--set", f"politeness.host_delay={START_DELAY}",
                "--set", "politeness.ip_delay=0.05", "--set", "engine.fetchers=20", "--set", "engine.max_seconds=120"]
+        cmd += [arg for setting in settings for arg in ("--set", setting)]
         env = {**os.environ, "CRAWL_CONTROL_TOKEN": TOKEN}
         self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         self.url = f"http://127.0.0.1:{port}"

@@ -254,3 +254,24 @@ def test_the_distributor_deadline(tmp_path: Path) -> None:
     f.drop("follow_filter")
     assert f.statistics().drops["follow_filter"] == 4
     f.close()
+
+
+def test_top_hosts_are_those_with_the_most_pages_and_say_what_waits(tmp_path: Path) -> None:
+    harness = FrontierHarness(tmp_path)
+    f = harness.frontier
+    f.discover([url(h, p) for h in range(4) for p in range(6)])
+    fetched = {"http://h0.test": 3, "http://h1.test": 5, "http://h2.test": 0, "http://h3.test": 1}
+    for _ in range(50):  # until every host is out of the sieve and resolved
+        harness.step()
+        if len(f.distributor.host_to_visit_state) == 4:
+            break
+    for scheme_authority, n in fetched.items():
+        for _ in range(n):
+            f.succeeded(f.distributor.host_to_visit_state[scheme_authority])
+    top = f.distributor.top_hosts(2)
+    assert [(host, pages) for host, pages, _ in top] == [("http://h1.test", 5), ("http://h0.test", 3)]
+    for host, _, waiting in top:
+        vs = f.distributor.host_to_visit_state[host]
+        assert waiting == vs.queued + vs.on_disk
+    assert len(f.distributor.top_hosts(10)) == 4
+    f.close()
