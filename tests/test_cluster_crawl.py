@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.parse
 from collections import Counter
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from tests.invitro_harness import (
     url_of,
     when_requests,
 )
+from tests.browser import browser, watched_page
 from tests.nats_server import nats_server
 from tests.test_agents import check_politeness, records_at_crash, warc_records
 from tests.test_control_crawl import TOKEN, Api
@@ -57,15 +59,27 @@ def start(tmp: Path, node: str, seeds: list[str], web: WebThread, broker: str, *
                             env={**os.environ, "CRAWL_CONTROL_TOKEN": TOKEN})
 
 
-def machines_seen(process: subprocess.Popen[str]) -> list[dict]:  # type: ignore[type-arg]
+def machines_seen(process: subprocess.Popen[str]) -> tuple[list[dict], list[list[str]], list[str]]:  # type: ignore[type-arg]
     """``GET /status``'s ``machines`` from the control API of a machine started with ``--control``, once
-    it lists two (its URL is on stderr once the machines have joined; the view comes with the next beat)."""
+    it lists two (its URL is on stderr once the machines have joined; the view comes with the next beat);
+    then, with that machine paused so the crawl cannot end meanwhile, the dashboard's machines table
+    as headless Chromium renders it, and the page's console errors."""
     assert process.stderr is not None
     url = next(line.split(": ", 1)[1].strip() for line in process.stderr if line.startswith("control API: "))
     api, deadline = Api(url), time.monotonic() + 30
     while len(seen := api.json("GET", "/status")["machines"]) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)  # a poll of the API, which answers at once; the beat that fills it comes within 0.5 s
-    return seen  # type: ignore[no-any-return]
+    api.json("POST", "/pause")
+    try:
+        with browser() as chromium:
+            watched = watched_page(chromium)
+            watched.page.goto(f"{url}/?token={urllib.parse.quote(TOKEN)}")
+            watched.page.wait_for_function("() => document.querySelectorAll('#machines tbody tr').length >= 2",
+                                           timeout=30_000)
+            rows = [row.locator("td").all_inner_texts() for row in watched.page.locator("#machines tbody tr").all()]
+    finally:
+        api.json("POST", "/resume")
+    return seen, rows, watched.errors  # type: ignore[return-value]
 
 
 def finish(machines: dict[str, subprocess.Popen[str]]) -> None:
@@ -169,11 +183,17 @@ def test_each_machine_names_its_archive_with_its_node_and_one_index_merges_both(
 
 
 def test_the_control_api_of_one_machine_lists_every_machine(two_machines) -> None:  # type: ignore[no-untyped-def]
-    *_, seen = two_machines
+    *_, (seen, _, _) = two_machines
     assert [(m["node"], m["agents"]) for m in seen] == [("a", 1), ("b", 1)]
     for m in seen:
         assert m["state"] in ("crawling", "quiet") and m["beat"] > 0 and 0 <= m["beat_age_seconds"] < 10
         assert isinstance(m["pages"], int)
+
+
+def test_the_dashboard_of_one_machine_has_a_row_per_machine(two_machines) -> None:  # type: ignore[no-untyped-def]
+    *_, (_, rows, errors) = two_machines
+    assert [(row[0], row[1]) for row in rows] == [("a", "1"), ("b", "1")]  # node, agents
+    assert errors == []
 
 
 # -- kill -9 of one machine mid-crawl, then it comes back with --resume --------------------------------------
