@@ -22,7 +22,6 @@ machines share its cores, so their wall-clock rate says nothing; CPU per page is
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import threading
@@ -33,7 +32,7 @@ from bench.cluster_exchange import server_cpu
 import orjson
 
 from bench.runner import CRAWLER_SETTINGS, RESULTS_DIR, ChildCost, Web, html_pages, invitro_web, machine, \
-    run_child, warm, write_result
+    run_child, alternately, warm, write_result
 from tests.nats_server import nats_server
 
 POLITENESS = ("politeness.host_delay=0.5", "politeness.ip_delay=0.1")
@@ -102,15 +101,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.hosts, args.seconds, args.runs = 60, 6.0, 1
-    runs: dict[str, list[dict[str, float]]] = {"one": [], "several": []}
-    for i in range(2 * args.runs):
-        kind = ("one", "several")[(i + i // 2) % 2]  # ABBA: drift cancels
-        figures = one_run(1 if kind == "one" else args.machines, args)
-        runs[kind].append(figures)
-        print(f"{kind:8s} {figures['html_pages']:6d} HTML pages  {figures['html_pages_per_cpu_second']:6.1f} per CPU-s  "
-              f"(broker {figures['broker_cpu_seconds']:.2f} CPU-s: {figures['with_broker']:.1f}); warm "
-              f"{figures['warm_pages_per_cpu_second']:.1f} pages per CPU-s", flush=True)
-    median = {kind: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for kind, rs in runs.items()}
+    runs, median = alternately(
+        ("one", "several"), args.runs, lambda kind: one_run(1 if kind == "one" else args.machines, args),
+        lambda _, f: (f"{f['html_pages']:6.0f} HTML pages  {f['html_pages_per_cpu_second']:6.1f} per CPU-s  "
+                      f"(broker {f['broker_cpu_seconds']:.2f} CPU-s: {f['with_broker']:.1f}); warm "
+                      f"{f['warm_pages_per_cpu_second']:.1f} pages per CPU-s"))
     ratio = median["several"]["html_pages_per_cpu_second"] / median["one"]["html_pages_per_cpu_second"]
     with_broker = median["several"]["with_broker"] / median["one"]["with_broker"]
     warm_ratio = median["several"]["warm_pages_per_cpu_second"] / median["one"]["warm_pages_per_cpu_second"]

@@ -20,7 +20,6 @@ waiting is what separates them. Two figures:
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.runner import CRAWLER_SETTINGS, RESULTS_DIR, crawl, invitro_web, machine, warm, write_result
+from bench.runner import CRAWLER_SETTINGS, RESULTS_DIR, alternately, crawl, invitro_web, machine, warm, write_result
 
 TICKS = 100  # clock ticks per second of /proc/PID/stat (Linux's USER_HZ)
 
@@ -102,15 +101,10 @@ def main() -> None:
     idle = idle_cpu(args.idle_seconds)
     print(f"idle: {idle['total_ms_per_second']:.1f} ms of CPU per second "
           f"({', '.join(f'{x:.1f}' for x in idle['ms_per_second'])} by process)", flush=True)
-    runs: dict[str, list[dict[str, float]]] = {"unbound": [], "bound": []}
-    for i in range(2 * args.runs):
-        kind = ("unbound", "bound")[i % 2 if (i // 2) % 2 == 0 else 1 - i % 2]  # ABBA: drift cancels
-        figures = one_run(kind == "bound", args)
-        runs[kind].append(figures)
-        print(f"{kind:8s} {figures['pages_per_second']:7.1f} pages/s  "
-              f"{figures['warm_cpu_ms_per_html_page']:.3f} ms CPU per HTML page (warm), "
-              f"{figures['whole_cpu_ms_per_html_page']:.3f} (whole run)", flush=True)
-    median = {kind: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for kind, rs in runs.items()}
+    runs, median = alternately(
+        ("unbound", "bound"), args.runs, lambda kind: one_run(kind == "bound", args),
+        lambda _, f: (f"{f['pages_per_second']:7.1f} pages/s  {f['warm_cpu_ms_per_html_page']:.3f} ms CPU per HTML "
+                      f"page (warm), {f['whole_cpu_ms_per_html_page']:.3f} (whole run)"))
     ratio = median["bound"]["warm_cpu_ms_per_html_page"] / median["unbound"]["warm_cpu_ms_per_html_page"]
     print(f"bound / unbound CPU per HTML page (warm, medians): {ratio:.3f}")
     write_result(args.out / "idle_cost.json", {"idle": idle, "runs": runs, "median": median,

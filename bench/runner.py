@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,6 +230,19 @@ def warm(stats: dict[str, Any], start_share: float = 0.5) -> dict[str, float]:
 def medians(runs: Sequence[dict[str, float]]) -> dict[str, float]:
     """Key by key median of runs that report the same numeric keys."""
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+def alternately(kinds: tuple[str, str], pairs: int, run: Callable[[str], dict[str, float]],
+                show: Callable[[str, dict[str, float]], str]) -> tuple[dict[str, list[dict[str, float]]], dict[str, dict[str, float]]]:
+    """``pairs`` runs of each of two kinds in ABBA order (a drift of the machine weighs on both alike),
+    each printed with ``show``; every run's figures by kind, and their medians by kind."""
+    runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
+    for i in range(2 * pairs):
+        kind = kinds[(i + i // 2) % 2]  # A B B A A B ...
+        figures = run(kind)
+        runs[kind].append(figures)
+        print(f"{kind:8s} {show(kind, figures)}", flush=True)
+    return runs, {kind: medians(rs) for kind, rs in runs.items()}
 
 
 def load_average() -> tuple[float, float, float]:
