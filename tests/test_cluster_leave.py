@@ -62,6 +62,14 @@ def finish(process: subprocess.Popen[str], root: Path, node: str, timeout: float
     return (root / f"{node}.stderr").read_text()
 
 
+def kill_leftovers(machines: dict[str, subprocess.Popen[str]]) -> None:
+    """Every machine still running at the end of a test (one that failed), with its whole tree."""
+    for process in machines.values():
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(30)
+
+
 def wait_manifest(out: Path, live: list[str], timeout: float) -> bool:
     """Whether machine ``out``'s manifest names ``live`` as the live machines within ``timeout`` (the
     supervisor rewrites it when a machine leaves; a poll of a small file, bounded by the deadline)."""
@@ -116,10 +124,7 @@ def machine_gone(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
                 for node in NODES:
                     errors[node] = finish(machines[node], root, node, 240)
             finally:
-                for process in machines.values():
-                    if process.poll() is None:
-                        os.killpg(process.pid, signal.SIGKILL)
-                        process.wait(30)
+                kill_leftovers(machines)
     finally:
         log = web.stop()
     for node in NODES:
@@ -212,10 +217,7 @@ def test_an_agent_that_dies_after_a_takeover_is_restarted_on_the_new_ring(tmp_pa
                 os.kill(agent, signal.SIGKILL)  # the agent alone: its supervisor restarts it
                 error = finish(machines["a"], tmp_path, "a", 240)
             finally:
-                for process in machines.values():
-                    if process.poll() is None:
-                        os.killpg(process.pid, signal.SIGKILL)
-                        process.wait(30)
+                kill_leftovers(machines)
     finally:
         web.stop()
     assert machines["a"].returncode == 0, error
