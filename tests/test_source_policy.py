@@ -135,7 +135,7 @@ def test_balance_is_re_applied_as_pages_are_harvested(model_dir: Path) -> None:
         policy.on_fetched(fetched(f"{SITE}/t/{j}"), float(j))
     after = policy.lane_rank("h", related) - policy.lane_rank("h", user)
     assert after > before  # the related-thread lane fell behind the profile lane
-    without = SourceUcc(SourceUcc.Options(balance=False), model_dir)
+    without = SourceUcc(SourceUcc.Options(balance=False, novelty=False), model_dir)  # Balance alone
     without.on_fetched(page, 0.0)
     lane = without.priority(f"{SITE}/t/1", page.url, None)
     first = without.lane_rank("h", lane)

@@ -77,7 +77,7 @@ import orjson
 
 from frontier.page import FetchedPage, LinkContext
 from frontier.policy import CrawlPolicy, PolicyError, Revisit
-from frontier.urls import canonicalize, host_of
+from frontier.urls import canonicalize, host_of, split
 
 if TYPE_CHECKING:  # imported when a model is loaded: looking up any policy imports this module
     from frontier.source.model import Model
@@ -212,22 +212,75 @@ class SourceUcc(_Source):
         dsim: bool = True
         balance: bool = True
         alpha: float = 0.5  # Info = α·authority + (1 − α)·hub
+        novelty: bool = True  # a lane's score × the share of its role's downloads, on its host, that brought new text
+        host_prior: float = 2.0  # the downloads the role's share weighs against a host's own (a Beta prior)
 
         def __post_init__(self) -> None:
             if not 0 <= self.alpha <= 1:
                 raise PolicyError("alpha", f"expected a number in [0, 1], got {self.alpha}")
+            if not self.host_prior > 0:
+                raise PolicyError("host_prior", f"expected a number above 0, got {self.host_prior}")
 
     def __init__(self, options: SourceUcc.Options, model: Path | None) -> None:
         super().__init__(options, model)
+        from frontier.source.kin import anchor_role
         from frontier.source.scores import Factors, hits
+        from frontier.source.yields import RoleYield
 
         self.factors = Factors(options.info, options.dsim, options.balance)
         self.info = hits(self.site_model.table.adjacency(), drop_self_loops=True).info(options.alpha)
+        self.novelty = options.novelty
+        self.roles = sorted({anchor_role(row.apath) for row in self.site_model.table.rows})
+        index = {role: i for i, role in enumerate(self.roles)}
+        self._role_index = np.array([index[anchor_role(row.apath)] for row in self.site_model.table.rows],
+                                    dtype=np.int64)
+        self.yields = RoleYield(len(self.roles), host_prior=options.host_prior)
+        self._queued: dict[str, int] = {}  # URL → the row lane it was queued in, until it is fetched
+        self._blocks: set[bytes] = set()  # digests of the text blocks of the pages fetched
 
     def cluster_scores(self) -> np.ndarray:
         from frontier.source.scores import ucc_cluster_scores
 
         return ucc_cluster_scores(self.info, self.site_model.dsim, self.harvested, self.factors)
+
+    def row_factors(self) -> np.ndarray | None:
+        return self.yields.role_factors()[self._role_index] if self.novelty else None
+
+    def priority(self, url: str, parent: str | None, context: LinkContext | None) -> int:
+        lane = super().priority(url, parent, context)
+        if self.novelty and lane >= FIRST_ROW_LANE:
+            self._queued[url] = lane
+        return lane
+
+    def lane_rank(self, scheme_authority: str, lane: int) -> float:
+        rank = super().lane_rank(scheme_authority, lane)
+        if not self.novelty or lane < FIRST_ROW_LANE or rank == 0:
+            return rank
+        role = int(self._role_index[lane - FIRST_ROW_LANE])  # the role's share is in the rank: the host's replaces it
+        return rank * self.yields.factor(role, scheme_authority) / self.yields.role_factor(role)
+
+    def on_fetched(self, page: FetchedPage, now: float) -> Iterable[Revisit]:
+        lane = self._queued.pop(page.url, None)
+        if self.novelty:
+            from frontier.source.yields import text_blocks
+
+            # a redirect, an error or a page without text blocks brings nothing
+            blocks = text_blocks(page.document) if page.status == 200 and page.document is not None else frozenset()
+            if lane is not None:
+                self.yields.record(int(self._role_index[lane - FIRST_ROW_LANE]), split(page.url)[0],
+                                   not blocks <= self._blocks)
+                self._stale = True
+            self._blocks |= blocks
+        return super().on_fetched(page, now)
+
+    def state(self) -> bytes:
+        saved = orjson.loads(super().state())
+        return orjson.dumps({**saved, "yields": self.yields.to_data(self.roles)}, option=orjson.OPT_SORT_KEYS)
+
+    def restore(self, state: bytes) -> None:
+        super().restore(state)
+        if state:
+            self.yields.restore(orjson.loads(state).get("yields", {}), self.roles)
 
 
 class SourceTarget(_Source):
