@@ -6,7 +6,15 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
 * ``source-ucc`` (crawling-for-UCC, §3.2): Score(C) = Info·DSim·Balance with Info from HITS
   over A (α 0.5, diagonal zeroed), Balance = 1 − the share of harvested pages in C, which
   changes as the crawl goes; options ``info``, ``dsim``, ``balance`` switch a factor off
-  (Table 5's ablations).
+  (Table 5's ablations). Ours, option ``novelty`` (``false``: the paper's form): a lane's
+  score is multiplied by the share of its anchor role's downloads that brought a text block
+  no earlier download had, smoothed, and updated by the host's own downloads of that role
+  (a Beta update weighing the role's share as ``host_prior`` downloads;
+  :mod:`frontier.source.yields`); a redirect or an error brings nothing. Where a cluster
+  mixes useful and useless pages of one layout, no row parts them, but the links of one
+  role may lead to the useless ones only (the lab's blog: empty calendar days through
+  ``calendar-nav``, reply forms, print views), and one host may answer a role's links with
+  redirects only (the blog's ``www`` and its old-scheme author links).
 * ``source-target`` (crawling-for-target, §3.3), with ``target_examples`` (``crawl run
   --target-example URL``, repeatable): pages of the training sample of the wanted type; the
   cluster t of the paper's one example is the target, authority = the indicator of t,
@@ -60,7 +68,9 @@ link groups are (the query sorted, the crawl's default ``urls.sort_query``).
 Counters (``counters()``, kept in ``state()`` so that Balance survives a resume):
 ``cluster_pages`` (classified pages per cluster, ``O`` for outliers) and ``links_by_lane``
 (``seed``, ``no_row``, ``row``: a row or a role's back-off); ``source-target`` adds
-``row_downloads`` (``new``, ``repeated``: downloads of a row's links by novelty).
+``row_downloads`` (``new``, ``repeated``: downloads of a row's links by novelty), ``source-ucc``
+``role_downloads`` and ``role_new`` (per anchor role, downloads of its links and those that
+brought a new text block).
 """
 
 from __future__ import annotations
@@ -272,6 +282,11 @@ class SourceUcc(_Source):
                 self._stale = True
             self._blocks |= blocks
         return super().on_fetched(page, now)
+
+    def counters(self) -> Mapping[str, Mapping[str, int]]:
+        found = {role: (int(n), int(new)) for role, n, new in zip(self.roles, self.yields.downloads, self.yields.new) if n}
+        return {**super().counters(), "role_downloads": {role: n for role, (n, _) in found.items()},
+                "role_new": {role: new for role, (_, new) in found.items()}}
 
     def state(self) -> bytes:
         saved = orjson.loads(super().state())
