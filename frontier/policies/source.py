@@ -9,8 +9,8 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
   (Table 5's ablations). Ours, option ``novelty`` (``false``: the paper's form): a lane's
   score is multiplied by the share of its anchor role's downloads that brought a text block
   no earlier download had, smoothed, and updated by the host's own downloads of that role
-  (a Beta update weighing the role's share as ``host_prior`` downloads;
-  :mod:`frontier.source.yields`); a redirect or an error brings nothing. Where a cluster
+  (a Beta update weighing the role's share as ``host_prior`` downloads), over ``enough``
+  (0.5) and at most 1 (:mod:`frontier.source.yields`); a redirect or an error brings nothing. Where a cluster
   mixes useful and useless pages of one layout, no row parts them, but the links of one
   role may lead to the useless ones only (the lab's blog: empty calendar days through
   ``calendar-nav``, reply forms, print views), and one host may answer a role's links with
@@ -224,12 +224,15 @@ class SourceUcc(_Source):
         alpha: float = 0.5  # Info = α·authority + (1 − α)·hub
         novelty: bool = True  # a lane's score × the share of its role's downloads, on its host, that brought new text
         host_prior: float = 2.0  # the downloads the role's share weighs against a host's own (a Beta prior)
+        enough: float = 0.5  # a role keeps its score while this share of its downloads, or more, bring new text
 
         def __post_init__(self) -> None:
             if not 0 <= self.alpha <= 1:
                 raise PolicyError("alpha", f"expected a number in [0, 1], got {self.alpha}")
             if not self.host_prior > 0:
                 raise PolicyError("host_prior", f"expected a number above 0, got {self.host_prior}")
+            if not 0 < self.enough <= 1:
+                raise PolicyError("enough", f"expected a share in (0, 1], got {self.enough}")
 
     def __init__(self, options: SourceUcc.Options, model: Path | None) -> None:
         super().__init__(options, model)
@@ -244,7 +247,7 @@ class SourceUcc(_Source):
         index = {role: i for i, role in enumerate(self.roles)}
         self._role_index = np.array([index[anchor_role(row.apath)] for row in self.site_model.table.rows],
                                     dtype=np.int64)
-        self.yields = RoleYield(len(self.roles), host_prior=options.host_prior)
+        self.yields = RoleYield(len(self.roles), host_prior=options.host_prior, enough=options.enough)
         self._queued: dict[str, int] = {}  # URL → the row lane it was queued in, until it is fetched
         self._blocks: set[bytes] = set()  # digests of the text blocks of the pages fetched
 
@@ -266,7 +269,7 @@ class SourceUcc(_Source):
         rank = super().lane_rank(scheme_authority, lane)
         if not self.novelty or lane < FIRST_ROW_LANE or rank == 0:
             return rank
-        role = int(self._role_index[lane - FIRST_ROW_LANE])  # the role's share is in the rank: the host's replaces it
+        role = int(self._role_index[lane - FIRST_ROW_LANE])  # the role's factor is in the rank: the host's replaces it
         return rank * self.yields.factor(role, scheme_authority) / self.yields.role_factor(role)
 
     def on_fetched(self, page: FetchedPage, now: float) -> Iterable[Revisit]:

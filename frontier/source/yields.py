@@ -15,11 +15,17 @@ it has not seen before, or no page at all, is a download that brought nothing.
   page of user content carries at least one block no earlier page had, and an empty listing,
   a form or a second view of a page already fetched carries none.
 * :class:`RoleYield`: per anchor role, and per (host, role), the downloads and how many of
-  them brought something new. A role's factor is (prior + new) / (prior + downloads), 1
-  before its first download; a host's factor for a role is the Beta update of that role's
-  factor by the host's own downloads of it, the role's factor weighing ``host_prior``
-  downloads: (host_prior·f_role + new) / (host_prior + downloads). A host the role has not
-  been downloaded from takes the role's factor.
+  them brought something new. A role's share is (prior + new) / (prior + downloads), 1
+  before its first download; a host's share for a role is the Beta update of that role's
+  share by the host's own downloads of it, the role's share weighing ``host_prior``
+  downloads: (host_prior·s_role + new) / (host_prior + downloads); a host the role has not
+  been downloaded from takes the role's share. The factor that multiplies a link's score is
+  the share over ``enough`` (0.5), at most 1: a role of which half the downloads or more
+  bring something new keeps its score. Why not the share itself: roles that all lead to
+  user content differ by a few points (the lab's books: reviews 0.9, since a book page
+  quotes some of them, book pages 1.0), and the share alone re-ordered them, to tabs of book
+  pages that the scorer counts as the book's content again (content keys carried 0.35 →
+  0.28); what the rule is for is the roles that bring next to nothing.
 
 Pure: no I/O, no clock.
 """
@@ -62,10 +68,10 @@ def text_blocks(root: _Element, min_chars: int = MIN_BLOCK) -> frozenset[bytes]:
 class RoleYield:
     """Downloads and new downloads per anchor role (by index) and per (host, role) (module docstring)."""
 
-    def __init__(self, roles: int, prior: float = 1.0, host_prior: float = 2.0) -> None:
-        if prior <= 0 or host_prior <= 0:
-            raise ValueError(f"the priors must be above 0, not {prior} and {host_prior}")
-        self.prior, self.host_prior = prior, host_prior
+    def __init__(self, roles: int, prior: float = 1.0, host_prior: float = 2.0, enough: float = 0.5) -> None:
+        if prior <= 0 or host_prior <= 0 or not 0 < enough <= 1:
+            raise ValueError(f"the priors must be above 0 and enough in (0, 1], not {prior}, {host_prior}, {enough}")
+        self.prior, self.host_prior, self.enough = prior, host_prior, enough
         self.downloads = np.zeros(roles)
         self.new = np.zeros(roles)
         self._hosts: dict[tuple[str, int], list[int]] = {}  # (host, role) → [downloads, new]
@@ -78,21 +84,28 @@ class RoleYield:
         counts[0] += 1
         counts[1] += new
 
-    def role_factors(self) -> FloatArray:
-        """(prior + new) / (prior + downloads) per role."""
-        return (self.prior + self.new) / (self.prior + self.downloads)
-
-    def role_factor(self, role: int) -> float:
+    def role_share(self, role: int) -> float:
         """(prior + new) / (prior + downloads) of one role."""
         return float((self.prior + self.new[role]) / (self.prior + self.downloads[role]))
 
-    def factor(self, role: int, host: str) -> float:
-        """The role's factor updated by the host's own downloads of it (module docstring)."""
-        of_role = self.role_factor(role)
+    def share(self, role: int, host: str) -> float:
+        """The role's share updated by the host's own downloads of it (module docstring)."""
+        of_role = self.role_share(role)
         counts = self._hosts.get((host, role))
         if counts is None:
             return of_role
         return float((self.host_prior * of_role + counts[1]) / (self.host_prior + counts[0]))
+
+    def role_factors(self) -> FloatArray:
+        """Per role, its share over ``enough``, at most 1."""
+        return np.minimum(1.0, (self.prior + self.new) / (self.prior + self.downloads) / self.enough)
+
+    def role_factor(self, role: int) -> float:
+        return min(1.0, self.role_share(role) / self.enough)
+
+    def factor(self, role: int, host: str) -> float:
+        """The role's share on ``host`` over ``enough``, at most 1."""
+        return min(1.0, self.share(role, host) / self.enough)
 
     def to_data(self, names: Iterable[str]) -> dict[str, Any]:
         """JSON-able counts, roles by name (another model's roles are then matched by name)."""
