@@ -163,8 +163,7 @@ def test_a_redirect_target_goes_first_and_non_html_is_not_classified(model_dir: 
 
 
 def test_ucc_a_role_whose_downloads_bring_nothing_falls_behind_on_its_host_first(model_dir: Path) -> None:
-    # Balance off: the scores move by novelty alone; enough = 1: the factor is the share itself
-    policy = SourceUcc(SourceUcc.Options(balance=False, enough=1.0), model_dir)
+    policy = SourceUcc(SourceUcc.Options(balance=False), model_dir)  # Balance off: the scores move by novelty alone
     page = fetched(f"{SITE}/t/3")
     policy.on_fetched(page, 0.0)
     lanes = {url: policy.priority(url, page.url, None) for url in page.links}
@@ -187,14 +186,14 @@ def test_ucc_a_role_whose_downloads_bring_nothing_falls_behind_on_its_host_first
     assert policy.lane_rank(there, user) == pytest.approx(first[user] * 2 / 3)  # a redirect brings nothing
     assert policy.lane_rank(here, user) == pytest.approx(first[user] * (2 * 2 / 3 + 1) / (2 + 2))
 
-    again = SourceUcc(SourceUcc.Options(balance=False, enough=1.0), model_dir)
+    again = SourceUcc(SourceUcc.Options(balance=False), model_dir)
     again.restore(policy.state())
     assert again.lane_rank(here, user) == policy.lane_rank(here, user)
     assert again.lane_rank(there, related) == policy.lane_rank(there, related)
     off = SourceUcc(SourceUcc.Options(balance=False, novelty=False), model_dir)
     off.restore(policy.state())
     assert off.lane_rank(here, related) == first[related]
-    halves = SourceUcc(SourceUcc.Options(balance=False), model_dir)  # enough = 0.5: a half share keeps the score
+    halves = SourceUcc(SourceUcc.Options(balance=False, enough=0.5), model_dir)  # a half share keeps the score
     halves.restore(policy.state())
     assert halves.lane_rank(there, related) == first[related]
     assert halves.lane_rank(here, related) == pytest.approx(first[related] / 3 / 0.5)

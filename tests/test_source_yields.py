@@ -29,14 +29,14 @@ def test_text_blocks_are_the_long_segments_of_the_body() -> None:
 
 
 def test_a_role_s_factor_is_its_smoothed_share_of_new_downloads_over_enough() -> None:
-    yields = RoleYield(2, enough=1.0)
+    yields = RoleYield(2)
     assert yields.role_factors().tolist() == [1.0, 1.0]
     yields.record(0, "http://a.blog.test", new=True)
     yields.record(0, "http://b.blog.test", new=False)
     yields.record(0, "http://b.blog.test", new=False)
     assert yields.role_share(0) == yields.role_factor(0) == pytest.approx(2 / 4)  # (1 + 1) / (1 + 3)
     assert yields.role_factors().tolist() == [pytest.approx(0.5), 1.0]
-    halves = RoleYield(2)  # enough = 0.5: a role that brings something new half the time keeps its score
+    halves = RoleYield(2, enough=0.5)  # a role that brings something new half the time keeps its score
     for new in (True, False, False):
         halves.record(0, "http://a.blog.test", new=new)
     assert halves.role_factor(0) == 1.0 and halves.factor(0, "http://b.blog.test") == 1.0
@@ -46,7 +46,7 @@ def test_a_role_s_factor_is_its_smoothed_share_of_new_downloads_over_enough() ->
 
 
 def test_a_host_that_keeps_answering_a_role_with_nothing_falls_behind_the_role() -> None:
-    yields = RoleYield(1, host_prior=2.0, enough=1.0)
+    yields = RoleYield(1, host_prior=2.0)
     for n in range(8):  # the role is good on many hosts
         yields.record(0, f"http://u{n}.blog.test", new=True)
     for _ in range(4):  # but one host answers it with redirects only

@@ -10,7 +10,7 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
   score is multiplied by the share of its anchor role's downloads that brought a text block
   no earlier download had, smoothed, and updated by the host's own downloads of that role
   (a Beta update weighing the role's share as ``host_prior`` downloads), over ``enough``
-  (0.5) and at most 1 (:mod:`frontier.source.yields`); a redirect or an error brings nothing. Where a cluster
+  (1) and at most 1 (:mod:`frontier.source.yields`); a redirect or an error brings nothing. Where a cluster
   mixes useful and useless pages of one layout, no row parts them, but the links of one
   role may lead to the useless ones only (the lab's blog: empty calendar days through
   ``calendar-nav``, reply forms, print views), and one host may answer a role's links with
@@ -224,7 +224,7 @@ class SourceUcc(_Source):
         alpha: float = 0.5  # Info = α·authority + (1 − α)·hub
         novelty: bool = True  # a lane's score × the share of its role's downloads, on its host, that brought new text
         host_prior: float = 2.0  # the downloads the role's share weighs against a host's own (a Beta prior)
-        enough: float = 0.5  # a role keeps its score while this share of its downloads, or more, bring new text
+        enough: float = 1.0  # a role keeps its whole score while this share of its downloads, or more, bring new text
 
         def __post_init__(self) -> None:
             if not 0 <= self.alpha <= 1:

@@ -20,12 +20,11 @@ it has not seen before, or no page at all, is a download that brought nothing.
   share by the host's own downloads of it, the role's share weighing ``host_prior``
   downloads: (host_prior·s_role + new) / (host_prior + downloads); a host the role has not
   been downloaded from takes the role's share. The factor that multiplies a link's score is
-  the share over ``enough`` (0.5), at most 1: a role of which half the downloads or more
-  bring something new keeps its score. Why not the share itself: roles that all lead to
-  user content differ by a few points (the lab's books: reviews 0.9, since a book page
-  quotes some of them, book pages 1.0), and the share alone re-ordered them, to tabs of book
-  pages that the scorer counts as the book's content again (content keys carried 0.35 →
-  0.28); what the rule is for is the roles that bring next to nothing.
+  the share over ``enough``, at most 1; ``enough`` = 1 (the default) makes it the share
+  itself, a smaller one lets a role keep its whole score while that share of its downloads
+  or more bring something new (measured on the lab's blog at 0.5: the print views, 70% of
+  whose downloads carry text segments of their own since the view re-renders the post,
+  then kept their score, and the crawl for UCC fetched 60 of them, VR 0.985 against 0.996).
 
 Pure: no I/O, no clock.
 """
@@ -68,7 +67,7 @@ def text_blocks(root: _Element, min_chars: int = MIN_BLOCK) -> frozenset[bytes]:
 class RoleYield:
     """Downloads and new downloads per anchor role (by index) and per (host, role) (module docstring)."""
 
-    def __init__(self, roles: int, prior: float = 1.0, host_prior: float = 2.0, enough: float = 0.5) -> None:
+    def __init__(self, roles: int, prior: float = 1.0, host_prior: float = 2.0, enough: float = 1.0) -> None:
         if prior <= 0 or host_prior <= 0 or not 0 < enough <= 1:
             raise ValueError(f"the priors must be above 0 and enough in (0, 1], not {prior}, {host_prior}, {enough}")
         self.prior, self.host_prior, self.enough = prior, host_prior, enough
