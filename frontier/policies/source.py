@@ -77,7 +77,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -115,6 +115,23 @@ class _Source(CrawlPolicy):
         self._lanes: dict[str, int] = {}  # the links of the page shown last → their lane
         self._redirect: tuple[str, str] | None = None
         self.links: Counter[str] = Counter()
+        # what a subclass learns per anchor role as the crawl goes (novelty): the role of each score
+        # position, and the row lane each URL was queued in, until it is fetched
+        self.novelty = False
+        self.roles: list[str] = []
+        self._role_index = np.zeros(0, dtype=np.int64)
+        self._queued: dict[str, int] = {}
+
+    def _index_roles(self, position_roles: Sequence[str]) -> None:
+        """Index the anchor role of each score position (a table row, then any role's back-off)."""
+        self.roles = sorted(set(position_roles))
+        index = {role: i for i, role in enumerate(self.roles)}
+        self._role_index = np.array([index[role] for role in position_roles], dtype=np.int64)
+
+    def _role_fetched(self, url: str) -> int | None:
+        """The role index of the row lane ``url`` was queued in, None for a seed, a redirect target or no row."""
+        lane = self._queued.pop(url, None)
+        return None if lane is None else int(self._role_index[lane - FIRST_ROW_LANE])
 
     # the score of a cluster, per policy
     def cluster_scores(self) -> np.ndarray:
@@ -179,6 +196,8 @@ class _Source(CrawlPolicy):
             sorted_form = canonicalize(url, sort_query=True)
             lane = self._lanes.get(sorted_form, NO_ROW_LANE) if sorted_form is not None else NO_ROW_LANE
         self.links["row" if lane >= FIRST_ROW_LANE else "no_row"] += 1
+        if self.novelty and lane >= FIRST_ROW_LANE:
+            self._queued[url] = lane
         return lane
 
     def lane_rank(self, scheme_authority: str, lane: int) -> float:
@@ -243,12 +262,8 @@ class SourceUcc(_Source):
         self.factors = Factors(options.info, options.dsim, options.balance)
         self.info = hits(self.site_model.table.adjacency(), drop_self_loops=True).info(options.alpha)
         self.novelty = options.novelty
-        self.roles = sorted({anchor_role(row.apath) for row in self.site_model.table.rows})
-        index = {role: i for i, role in enumerate(self.roles)}
-        self._role_index = np.array([index[anchor_role(row.apath)] for row in self.site_model.table.rows],
-                                    dtype=np.int64)
+        self._index_roles([anchor_role(row.apath) for row in self.site_model.table.rows])
         self.yields = RoleYield(len(self.roles), host_prior=options.host_prior, enough=options.enough)
-        self._queued: dict[str, int] = {}  # URL → the row lane it was queued in, until it is fetched
         self._blocks: set[bytes] = set()  # digests of the text blocks of the pages fetched
 
     def cluster_scores(self) -> np.ndarray:
@@ -259,12 +274,6 @@ class SourceUcc(_Source):
     def row_factors(self) -> np.ndarray | None:
         return self.yields.role_factors()[self._role_index] if self.novelty else None
 
-    def priority(self, url: str, parent: str | None, context: LinkContext | None) -> int:
-        lane = super().priority(url, parent, context)
-        if self.novelty and lane >= FIRST_ROW_LANE:
-            self._queued[url] = lane
-        return lane
-
     def lane_rank(self, scheme_authority: str, lane: int) -> float:
         rank = super().lane_rank(scheme_authority, lane)
         if not self.novelty or lane < FIRST_ROW_LANE or rank == 0:
@@ -273,15 +282,14 @@ class SourceUcc(_Source):
         return rank * self.yields.factor(role, scheme_authority) / self.yields.role_factor(role)
 
     def on_fetched(self, page: FetchedPage, now: float) -> Iterable[Revisit]:
-        lane = self._queued.pop(page.url, None)
+        role = self._role_fetched(page.url)
         if self.novelty:
             from frontier.source.yields import text_blocks
 
             # a redirect, an error or a page without text blocks brings nothing
             blocks = text_blocks(page.document) if page.status == 200 and page.document is not None else frozenset()
-            if lane is not None:
-                self.yields.record(int(self._role_index[lane - FIRST_ROW_LANE]), split(page.url)[0],
-                                   not blocks <= self._blocks)
+            if role is not None:
+                self.yields.record(role, split(page.url)[0], not blocks <= self._blocks)
                 self._stale = True
             self._blocks |= blocks
         return super().on_fetched(page, now)
@@ -359,14 +367,10 @@ class SourceTarget(_Source):
             self._agreement = self._agreement * np.array(
                 [reach[anchor_role(row.apath)] for row in table.rows] + [reach[role] for role in self._role_position])
         self.novelty = options.novelty
-        self._queued: dict[str, int] = {}  # URL → the row lane it was queued in, until it is fetched
         self._contents: set[bytes] = set()  # digests of the bodies fetched
         # novelty is learnt per anchor role, for all the rows of a role at once (a layout per user
         # makes a role's rows many, each downloaded a few times); every score position has a role
-        self.roles = sorted({anchor_role(row.apath) for row in table.rows})
-        index = {role: i for i, role in enumerate(self.roles)}
-        self._role_index = np.array([index[anchor_role(row.apath)] for row in table.rows] +
-                                    [index[role] for role in self._role_position], dtype=np.int64)
+        self._index_roles([anchor_role(row.apath) for row in table.rows] + list(self._role_position))
         self.role_downloads = np.zeros(len(self.roles))
         self.role_repeats = np.zeros(len(self.roles))
         self.content: Counter[str] = Counter()  # row downloads that brought new or repeated content
@@ -394,20 +398,13 @@ class SourceTarget(_Source):
 
         return novelty(self.role_downloads, self.role_repeats)[self._role_index]
 
-    def priority(self, url: str, parent: str | None, context: LinkContext | None) -> int:
-        lane = super().priority(url, parent, context)
-        if self.novelty and lane >= FIRST_ROW_LANE:
-            self._queued[url] = lane
-        return lane
-
     def on_fetched(self, page: FetchedPage, now: float) -> Iterable[Revisit]:
-        lane = self._queued.pop(page.url, None)
+        role = self._role_fetched(page.url)
         if self.novelty and page.status == 200 and page.body:
             digest = hashlib.blake2b(page.body, digest_size=16).digest()
             repeated = digest in self._contents
             self._contents.add(digest)
-            if lane is not None:
-                role = self._role_index[lane - FIRST_ROW_LANE]
+            if role is not None:
                 self.role_downloads[role] += 1
                 self.role_repeats[role] += repeated
                 self.content["repeated" if repeated else "new"] += 1
