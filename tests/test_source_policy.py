@@ -135,7 +135,7 @@ def test_balance_is_re_applied_as_pages_are_harvested(model_dir: Path) -> None:
         policy.on_fetched(fetched(f"{SITE}/t/{j}"), float(j))
     after = policy.lane_rank("h", related) - policy.lane_rank("h", user)
     assert after > before  # the related-thread lane fell behind the profile lane
-    without = SourceUcc(SourceUcc.Options(balance=False), model_dir)
+    without = SourceUcc(SourceUcc.Options(balance=False, novelty=False), model_dir)  # Balance alone
     without.on_fetched(page, 0.0)
     lane = without.priority(f"{SITE}/t/1", page.url, None)
     first = without.lane_rank("h", lane)
@@ -160,6 +160,43 @@ def test_a_redirect_target_goes_first_and_non_html_is_not_classified(model_dir: 
     policy.on_fetched(FetchedPage(f"{SITE}/p/1", 301, {}, b"", 0.0, redirect=f"{SITE}/t/1"), 0.0)
     assert policy.priority(f"{SITE}/t/1", f"{SITE}/p/1", None) == SEED_LANE
     assert policy.counters()["cluster_pages"] == {}
+
+
+def test_ucc_a_role_whose_downloads_bring_nothing_falls_behind_on_its_host_first(model_dir: Path) -> None:
+    policy = SourceUcc(SourceUcc.Options(balance=False), model_dir)  # Balance off: the scores move by novelty alone
+    page = fetched(f"{SITE}/t/3")
+    policy.on_fetched(page, 0.0)
+    lanes = {url: policy.priority(url, page.url, None) for url in page.links}
+    related, user = lanes[f"{SITE}/t/4"], lanes[f"{SITE}/u/3"]
+    assert lanes[f"{SITE}/u/4"] == user and lanes[f"{SITE}/t/8"] == related
+    here, there = "http://forum.test", "http://other.forum.test"
+    first = {lane: policy.lane_rank(here, lane) for lane in (related, user)}
+    assert first[related] < 0 and first[user] < 0 and policy.lane_rank(there, user) == first[user]
+
+    policy.on_fetched(fetched(f"{SITE}/t/4"), 1.0)  # the site's threads carry no text block: nothing new
+    assert policy.lane_rank(there, related) == pytest.approx(first[related] / 2)  # the role: (1 + 0) / (1 + 1)
+    assert policy.lane_rank(here, related) == pytest.approx(first[related] / 3)  # its host: (2 · 1/2 + 0) / (2 + 1)
+    assert policy.lane_rank(here, user) == first[user]
+
+    bio = "<html><body><p>A bio the user wrote, longer than any label or name of the template.</p></body></html>"
+    parsed = extract_links(bio.encode(), f"{SITE}/u/3", want_document=True)
+    policy.on_fetched(FetchedPage(f"{SITE}/u/3", 200, {}, b"", 0.0, parsed.document, ()), 2.0)
+    assert policy.lane_rank(here, user) == pytest.approx(first[user])  # new text: the role keeps its score
+    policy.on_fetched(FetchedPage(f"{SITE}/u/4", 301, {}, b"", 0.0, redirect=f"{SITE}/u/5"), 3.0)
+    assert policy.lane_rank(there, user) == pytest.approx(first[user] * 2 / 3)  # a redirect brings nothing
+    assert policy.lane_rank(here, user) == pytest.approx(first[user] * (2 * 2 / 3 + 1) / (2 + 2))
+
+    again = SourceUcc(SourceUcc.Options(balance=False), model_dir)
+    again.restore(policy.state())
+    assert again.lane_rank(here, user) == policy.lane_rank(here, user)
+    assert again.lane_rank(there, related) == policy.lane_rank(there, related)
+    off = SourceUcc(SourceUcc.Options(balance=False, novelty=False), model_dir)
+    off.restore(policy.state())
+    assert off.lane_rank(here, related) == first[related]
+    halves = SourceUcc(SourceUcc.Options(balance=False, enough=0.5), model_dir)  # a half share keeps the score
+    halves.restore(policy.state())
+    assert halves.lane_rank(there, related) == first[related]
+    assert halves.lane_rank(here, related) == pytest.approx(first[related] / 3 / 0.5)
 
 
 def test_the_target_policy_goes_for_its_example_s_cluster(model_dir: Path) -> None:

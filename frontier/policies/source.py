@@ -6,7 +6,15 @@ by ``crawl learn source`` (``frontier/source/``); these policies read it once, i
 * ``source-ucc`` (crawling-for-UCC, §3.2): Score(C) = Info·DSim·Balance with Info from HITS
   over A (α 0.5, diagonal zeroed), Balance = 1 − the share of harvested pages in C, which
   changes as the crawl goes; options ``info``, ``dsim``, ``balance`` switch a factor off
-  (Table 5's ablations).
+  (Table 5's ablations). Ours, option ``novelty`` (``false``: the paper's form): a lane's
+  score is multiplied by the share of its anchor role's downloads that brought a text block
+  no earlier download had, smoothed, and updated by the host's own downloads of that role
+  (a Beta update weighing the role's share as ``host_prior`` downloads), over ``enough``
+  (1) and at most 1 (:mod:`frontier.source.yields`); a redirect or an error brings nothing. Where a cluster
+  mixes useful and useless pages of one layout, no row parts them, but the links of one
+  role may lead to the useless ones only (the lab's blog: empty calendar days through
+  ``calendar-nav``, reply forms, print views), and one host may answer a role's links with
+  redirects only (the blog's ``www`` and its old-scheme author links).
 * ``source-target`` (crawling-for-target, §3.3), with ``target_examples`` (``crawl run
   --target-example URL``, repeatable): pages of the training sample of the wanted type; the
   cluster t of the paper's one example is the target, authority = the indicator of t,
@@ -60,14 +68,16 @@ link groups are (the query sorted, the crawl's default ``urls.sort_query``).
 Counters (``counters()``, kept in ``state()`` so that Balance survives a resume):
 ``cluster_pages`` (classified pages per cluster, ``O`` for outliers) and ``links_by_lane``
 (``seed``, ``no_row``, ``row``: a row or a role's back-off); ``source-target`` adds
-``row_downloads`` (``new``, ``repeated``: downloads of a row's links by novelty).
+``row_downloads`` (``new``, ``repeated``: downloads of a row's links by novelty), ``source-ucc``
+``role_downloads`` and ``role_new`` (per anchor role, downloads of its links and those that
+brought a new text block).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -77,7 +87,7 @@ import orjson
 
 from frontier.page import FetchedPage, LinkContext
 from frontier.policy import CrawlPolicy, PolicyError, Revisit
-from frontier.urls import canonicalize, host_of
+from frontier.urls import canonicalize, host_of, split
 
 if TYPE_CHECKING:  # imported when a model is loaded: looking up any policy imports this module
     from frontier.source.model import Model
@@ -105,6 +115,23 @@ class _Source(CrawlPolicy):
         self._lanes: dict[str, int] = {}  # the links of the page shown last → their lane
         self._redirect: tuple[str, str] | None = None
         self.links: Counter[str] = Counter()
+        # what a subclass learns per anchor role as the crawl goes (novelty): the role of each score
+        # position, and the row lane each URL was queued in, until it is fetched
+        self.novelty = False
+        self.roles: list[str] = []
+        self._role_index = np.zeros(0, dtype=np.int64)
+        self._queued: dict[str, int] = {}
+
+    def _index_roles(self, position_roles: Sequence[str]) -> None:
+        """Index the anchor role of each score position (a table row, then any role's back-off)."""
+        self.roles = sorted(set(position_roles))
+        index = {role: i for i, role in enumerate(self.roles)}
+        self._role_index = np.array([index[role] for role in position_roles], dtype=np.int64)
+
+    def _role_fetched(self, url: str) -> int | None:
+        """The role index of the row lane ``url`` was queued in, None for a seed, a redirect target or no row."""
+        lane = self._queued.pop(url, None)
+        return None if lane is None else int(self._role_index[lane - FIRST_ROW_LANE])
 
     # the score of a cluster, per policy
     def cluster_scores(self) -> np.ndarray:
@@ -169,6 +196,8 @@ class _Source(CrawlPolicy):
             sorted_form = canonicalize(url, sort_query=True)
             lane = self._lanes.get(sorted_form, NO_ROW_LANE) if sorted_form is not None else NO_ROW_LANE
         self.links["row" if lane >= FIRST_ROW_LANE else "no_row"] += 1
+        if self.novelty and lane >= FIRST_ROW_LANE:
+            self._queued[url] = lane
         return lane
 
     def lane_rank(self, scheme_authority: str, lane: int) -> float:
@@ -212,22 +241,72 @@ class SourceUcc(_Source):
         dsim: bool = True
         balance: bool = True
         alpha: float = 0.5  # Info = α·authority + (1 − α)·hub
+        novelty: bool = True  # a lane's score × the share of its role's downloads, on its host, that brought new text
+        host_prior: float = 2.0  # the downloads the role's share weighs against a host's own (a Beta prior)
+        enough: float = 1.0  # a role keeps its whole score while this share of its downloads, or more, bring new text
 
         def __post_init__(self) -> None:
             if not 0 <= self.alpha <= 1:
                 raise PolicyError("alpha", f"expected a number in [0, 1], got {self.alpha}")
+            if not self.host_prior > 0:
+                raise PolicyError("host_prior", f"expected a number above 0, got {self.host_prior}")
+            if not 0 < self.enough <= 1:
+                raise PolicyError("enough", f"expected a share in (0, 1], got {self.enough}")
 
     def __init__(self, options: SourceUcc.Options, model: Path | None) -> None:
         super().__init__(options, model)
+        from frontier.source.kin import anchor_role
         from frontier.source.scores import Factors, hits
+        from frontier.source.yields import RoleYield
 
         self.factors = Factors(options.info, options.dsim, options.balance)
         self.info = hits(self.site_model.table.adjacency(), drop_self_loops=True).info(options.alpha)
+        self.novelty = options.novelty
+        self._index_roles([anchor_role(row.apath) for row in self.site_model.table.rows])
+        self.yields = RoleYield(len(self.roles), host_prior=options.host_prior, enough=options.enough)
+        self._blocks: set[bytes] = set()  # digests of the text blocks of the pages fetched
 
     def cluster_scores(self) -> np.ndarray:
         from frontier.source.scores import ucc_cluster_scores
 
         return ucc_cluster_scores(self.info, self.site_model.dsim, self.harvested, self.factors)
+
+    def row_factors(self) -> np.ndarray | None:
+        return self.yields.role_factors()[self._role_index] if self.novelty else None
+
+    def lane_rank(self, scheme_authority: str, lane: int) -> float:
+        rank = super().lane_rank(scheme_authority, lane)
+        if not self.novelty or lane < FIRST_ROW_LANE or rank == 0:
+            return rank
+        role = int(self._role_index[lane - FIRST_ROW_LANE])  # the role's factor is in the rank: the host's replaces it
+        return rank * self.yields.factor(role, scheme_authority) / self.yields.role_factor(role)
+
+    def on_fetched(self, page: FetchedPage, now: float) -> Iterable[Revisit]:
+        role = self._role_fetched(page.url)
+        if self.novelty:
+            from frontier.source.yields import text_blocks
+
+            # a redirect, an error or a page without text blocks brings nothing
+            blocks = text_blocks(page.document) if page.status == 200 and page.document is not None else frozenset()
+            if role is not None:
+                self.yields.record(role, split(page.url)[0], not blocks <= self._blocks)
+                self._stale = True
+            self._blocks |= blocks
+        return super().on_fetched(page, now)
+
+    def counters(self) -> Mapping[str, Mapping[str, int]]:
+        found = {role: (int(n), int(new)) for role, n, new in zip(self.roles, self.yields.downloads, self.yields.new) if n}
+        return {**super().counters(), "role_downloads": {role: n for role, (n, _) in found.items()},
+                "role_new": {role: new for role, (_, new) in found.items()}}
+
+    def state(self) -> bytes:
+        saved = orjson.loads(super().state())
+        return orjson.dumps({**saved, "yields": self.yields.to_data(self.roles)}, option=orjson.OPT_SORT_KEYS)
+
+    def restore(self, state: bytes) -> None:
+        super().restore(state)
+        if state:
+            self.yields.restore(orjson.loads(state).get("yields", {}), self.roles)
 
 
 class SourceTarget(_Source):
@@ -288,14 +367,10 @@ class SourceTarget(_Source):
             self._agreement = self._agreement * np.array(
                 [reach[anchor_role(row.apath)] for row in table.rows] + [reach[role] for role in self._role_position])
         self.novelty = options.novelty
-        self._queued: dict[str, int] = {}  # URL → the row lane it was queued in, until it is fetched
         self._contents: set[bytes] = set()  # digests of the bodies fetched
         # novelty is learnt per anchor role, for all the rows of a role at once (a layout per user
         # makes a role's rows many, each downloaded a few times); every score position has a role
-        self.roles = sorted({anchor_role(row.apath) for row in table.rows})
-        index = {role: i for i, role in enumerate(self.roles)}
-        self._role_index = np.array([index[anchor_role(row.apath)] for row in table.rows] +
-                                    [index[role] for role in self._role_position], dtype=np.int64)
+        self._index_roles([anchor_role(row.apath) for row in table.rows] + list(self._role_position))
         self.role_downloads = np.zeros(len(self.roles))
         self.role_repeats = np.zeros(len(self.roles))
         self.content: Counter[str] = Counter()  # row downloads that brought new or repeated content
@@ -323,20 +398,13 @@ class SourceTarget(_Source):
 
         return novelty(self.role_downloads, self.role_repeats)[self._role_index]
 
-    def priority(self, url: str, parent: str | None, context: LinkContext | None) -> int:
-        lane = super().priority(url, parent, context)
-        if self.novelty and lane >= FIRST_ROW_LANE:
-            self._queued[url] = lane
-        return lane
-
     def on_fetched(self, page: FetchedPage, now: float) -> Iterable[Revisit]:
-        lane = self._queued.pop(page.url, None)
+        role = self._role_fetched(page.url)
         if self.novelty and page.status == 200 and page.body:
             digest = hashlib.blake2b(page.body, digest_size=16).digest()
             repeated = digest in self._contents
             self._contents.add(digest)
-            if lane is not None:
-                role = self._role_index[lane - FIRST_ROW_LANE]
+            if role is not None:
                 self.role_downloads[role] += 1
                 self.role_repeats[role] += repeated
                 self.content["repeated" if repeated else "new"] += 1
