@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.parse import extract_links
-from frontier.source.yields import MIN_BLOCK, RoleYield, text_blocks
+from frontier.source.yields import MIN_BLOCK, RoleYield, SeenBlocks, text_blocks
 
 LONG = "Users write sentences that run well past a template's labels, names and dates."
 OTHER = "Another comment, long enough to count as what a user wrote on the page here."
@@ -26,6 +26,19 @@ def test_text_blocks_are_the_long_segments_of_the_body() -> None:
     assert len(blocks(tails)) == 2  # a tail counts as text; menus are short
     assert blocks("<html><body><form><input/><button>Reply</button></form></body></html>") == frozenset()
     assert blocks("<html><head><title>x</title></head></html>") == frozenset()
+
+
+def test_seen_blocks_say_what_is_new_and_go_on_past_a_full_filter() -> None:
+    seen = SeenBlocks(blocks_per_filter=100)
+    blocks = [i.to_bytes(16, "big") for i in range(1000)]
+    assert seen.add(blocks[:10]) and not seen.add(blocks[:10]) and not seen.add([])
+    assert seen.add(blocks[5:15])  # five new among five seen
+    for i in range(15, 1000, 5):  # ten filters' worth, a page of five blocks at a time
+        assert seen.add(blocks[i:i + 5])
+    repeats = sum(seen.add([block]) for block in blocks)
+    assert repeats == 0  # a Bloom filter never forgets
+    fresh = sum(seen.add([(i + 10**6).to_bytes(16, "big")]) for i in range(1000))
+    assert fresh >= 980  # false positives: under 1% over all the filters (0.5%, 0.25%, ...)
 
 
 def test_a_role_s_factor_is_its_smoothed_share_of_new_downloads_over_enough() -> None:

@@ -257,14 +257,14 @@ class SourceUcc(_Source):
         super().__init__(options, model)
         from frontier.source.kin import anchor_role
         from frontier.source.scores import Factors, hits
-        from frontier.source.yields import RoleYield
+        from frontier.source.yields import RoleYield, SeenBlocks
 
         self.factors = Factors(options.info, options.dsim, options.balance)
         self.info = hits(self.site_model.table.adjacency(), drop_self_loops=True).info(options.alpha)
         self.novelty = options.novelty
         self._index_roles([anchor_role(row.apath) for row in self.site_model.table.rows])
         self.yields = RoleYield(len(self.roles), host_prior=options.host_prior, enough=options.enough)
-        self._blocks: set[bytes] = set()  # digests of the text blocks of the pages fetched
+        self._blocks = SeenBlocks()  # the text blocks of the pages fetched
 
     def cluster_scores(self) -> np.ndarray:
         from frontier.source.scores import ucc_cluster_scores
@@ -288,10 +288,10 @@ class SourceUcc(_Source):
 
             # a redirect, an error or a page without text blocks brings nothing
             blocks = text_blocks(page.document) if page.status == 200 and page.document is not None else frozenset()
+            new = self._blocks.add(blocks)
             if role is not None:
-                self.yields.record(role, split(page.url)[0], not blocks <= self._blocks)
+                self.yields.record(role, split(page.url)[0], new)
                 self._stale = True
-            self._blocks |= blocks
         return super().on_fetched(page, now)
 
     def counters(self) -> Mapping[str, Mapping[str, int]]:

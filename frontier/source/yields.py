@@ -14,6 +14,13 @@ it has not seen before, or no page at all, is a download that brought nothing.
   comments, bios), while a template's text (menus, labels, dates, names) runs short, so a
   page of user content carries at least one block no earlier page had, and an empty listing,
   a form or a second view of a page already fetched carries none.
+* :class:`SeenBlocks`: the blocks of the pages fetched so far, in a scalable Bloom filter
+  (Almeida et al.: a filter of ``BLOCKS_PER_FILTER`` blocks, another when it is full, each
+  with half the false-positive rate of the one before, 0.5% for the first, so that all of
+  them together stay under 1%): ~1.2–2 MB a million blocks, ~15 bytes a page where a set of
+  digests took ~1 KB, so a crawl of millions of pages can ask. A false positive makes a new
+  block look seen, so a page with one new block may count as nothing new, under one time in
+  a hundred.
 * :class:`RoleYield`: per anchor role, and per (host, role), the downloads and how many of
   them brought something new. A role's share is (prior + new) / (prior + downloads), 1
   before its first download; a host's share for a role is the Beta update of that role's
@@ -36,6 +43,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pybloomfilter  # pybloomfiltermmap3 has no stubs: pyproject.toml lets it be Any
 from lxml import etree
 
 from frontier.source.navigation import FloatArray
@@ -43,7 +51,7 @@ from frontier.source.navigation import FloatArray
 if TYPE_CHECKING:
     from lxml.etree import _Element
 
-__all__ = ["MIN_BLOCK", "RoleYield", "text_blocks"]
+__all__ = ["MIN_BLOCK", "RoleYield", "SeenBlocks", "text_blocks"]
 
 MIN_BLOCK = 40
 """Characters a text segment needs to count as content (the lab's template strings, names and dates
@@ -62,6 +70,34 @@ def text_blocks(root: _Element, min_chars: int = MIN_BLOCK) -> frozenset[bytes]:
                     if len(segment) >= min_chars:
                         found.add(hashlib.blake2b(segment.encode(), digest_size=16).digest())
     return frozenset(found)
+
+
+BLOCKS_PER_FILTER = 1 << 20
+FIRST_ERROR_RATE = 0.005
+
+
+class SeenBlocks:
+    """The text blocks of the pages fetched so far, approximately (Bloom filters in memory, no file)."""
+
+    def __init__(self, blocks_per_filter: int = BLOCKS_PER_FILTER) -> None:
+        self.blocks_per_filter = blocks_per_filter
+        self._filters = [pybloomfilter.BloomFilter(blocks_per_filter, FIRST_ERROR_RATE)]
+        self._in_last = 0
+
+    def add(self, blocks: Iterable[bytes]) -> bool:
+        """Remember ``blocks``; True if one of them was not seen before."""
+        new = False
+        for block in blocks:
+            if any(block in f for f in self._filters):
+                continue
+            new = True
+            if self._in_last == self.blocks_per_filter:
+                rate = FIRST_ERROR_RATE / 2 ** len(self._filters)
+                self._filters.append(pybloomfilter.BloomFilter(self.blocks_per_filter, rate))
+                self._in_last = 0
+            self._filters[-1].add(block)
+            self._in_last += 1
+        return new
 
 
 class RoleYield:
