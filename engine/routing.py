@@ -69,6 +69,9 @@ class LinkRouter:
         self.members, self.node = members, node
         self.handed_to: dict[str, int] = {}  # hosts handed to their IP's machine: to this global agent there
         self.taken: set[str] = set()  # hosts handed to this agent by their owner on another machine
+        # per handed host, the URLs this agent's sieve let through before it was handed: offered again,
+        # past the sieve, if the machine it went to leaves (``reclaim``)
+        self.handed_urls: dict[str, list[str]] = {}
         self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
         self.held_since = 0.0  # monotonic time the oldest held links came
         if members is not None:
@@ -130,6 +133,7 @@ class LinkRouter:
             return False
         urls = self.crew.frontier.hand_off(vs)
         self.handed_to[authority] = to
+        self.handed_urls[authority] = list(urls)
         self._forward(urls)
         return True
 
@@ -138,6 +142,8 @@ class LinkRouter:
         distributor = self.crew.frontier.distributor
         if distributor.forward:
             urls, distributor.forward = distributor.forward, []
+            for url in urls:
+                self.handed_urls.setdefault(split(url)[0], []).append(url)
             self._forward(urls)
 
     def _forward(self, urls: list[str]) -> None:
@@ -148,12 +154,33 @@ class LinkRouter:
 
     def handed_state(self) -> dict[str, Any]:
         """What the checkpoint keeps of the hand-offs."""
-        return {"handed": self.handed_to, "taken": sorted(self.taken)}
+        return {"handed": self.handed_to, "taken": sorted(self.taken), "handed_urls": self.handed_urls}
 
     def restore_handed(self, state: dict[str, Any]) -> None:
         self.handed_to.update(state.get("handed", {}))
         self.crew.frontier.distributor.handed_off.update(self.handed_to)
         self.taken.update(state.get("taken", ()))
+        self.handed_urls.update(state.get("handed_urls", {}))
+
+    def handed_away(self, live: Sequence[str]) -> list[str]:
+        """The hosts this agent handed to a machine not among ``live``."""
+        assert self.members is not None
+        agents = GlobalRing(self.members).agents_list
+        return [a for a, to in self.handed_to.items() if agents[to][0] not in live]
+
+    def reclaim(self, hosts: Sequence[str]) -> list[str]:
+        """Take back ``hosts`` handed to a machine that left: they are new again here (resolved anew, and
+        handed by the new ring's owner of their IP, or crawled); returns the URLs that had passed this
+        agent's sieve, to queue again without it."""
+        distributor = self.crew.frontier.distributor
+        urls = []
+        for authority in hosts:
+            del self.handed_to[authority]
+            distributor.handed_off.discard(authority)
+            distributor.host_to_visit_state.pop(authority, None)  # purged: a URL of it makes a new one
+            urls += self.handed_urls.pop(authority, [])
+        return urls
+
 
     def route_by(self, live: Sequence[str]) -> None:
         """Route by the ring over the ``live`` machines from now on."""

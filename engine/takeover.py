@@ -58,6 +58,7 @@ from engine.parse import LinkRules
 from engine.resume import Replayed, replay, replay_file
 from engine.routing import LinkRouter
 from frontier.frontier import Frontier
+from frontier.policy import Revisit
 from frontier.urls import fingerprint, host_of, split
 from frontier.visit_state import Phase
 from store.warc import end_of_complete_members
@@ -72,6 +73,7 @@ class Takeover:
     skipped: int = 0  # pages the machines gone stored, of hosts this agent now owns: never fetched again
     rederived: int = 0  # links of the machines gone's pages that this agent now owns, offered to its sieve
     rerouted: int = 0  # links of this agent's own pages to a host that moved, routed again
+    reclaimed: int = 0  # hosts it had handed to their IP's machine, which left: its own again
     seeds: int = 0
 
 
@@ -96,8 +98,10 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     ``sources`` (node → its output folder: the machines gone, or on a rejoin every other live one)."""
     assert router.members is not None
     old = GlobalRing(router.members, before)
+    back = router.handed_away(live)
     router.route_by(live)
-    report = Takeover(sorted(sources))
+    again = router.reclaim(back)
+    report = Takeover(sorted(sources), reclaimed=len(back))
     frontier, me = router.crew.frontier, router.index
     moved: dict[str, bool] = {}
 
@@ -105,8 +109,11 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
         authority = split(url)[0]
         answer = moved.get(authority)
         if answer is None:
-            answer = moved[authority] = old.agents_list[old.owner(host_of(authority))][0] not in live
+            answer = moved[authority] = (old.agents_list[old.owner(host_of(authority))][0] not in live
+                                         or authority in reclaimed)
         return answer
+
+    reclaimed = set(back)
 
     for folder in sources.values():
         for page in stored_in(folder, rules, max_body_bytes):
@@ -117,6 +124,8 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
             if mine:
                 report.rederived += len(mine)
                 frontier.discover(mine, page.url, None)
+    # past the sieve, which let them through before: the skip set now holds those stored
+    frontier.add_revisits(Revisit(url, 0.0) for url in again)
     directory, prefix = own
     for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes) if set(before) - set(live) else ():
         links = [link for link in page.links if has_moved(link)]
@@ -169,6 +178,11 @@ class Takeovers:
             return
         c = config.cluster
         root = Path(c.machines_root) if c.machines_root else config.out_dir.parent
+        if sources:  # this machine rejoins: the owners of the hosts handed to it took them back meanwhile
+            hand_over(crew.frontier, lambda authority: authority not in router.taken)
+            router.taken.clear()
+        elif router.handed_away(live):  # links to the hosts it takes back are in every machine's archive
+            sources = [n for n in live if n != c.node]
         report = take_over(router, before, live, self.skip, self.seeds, {n: root / n for n in [*gone, *sources]},
                            (self.checkpointer.warc, self.checkpointer.prefix), self.rules,
                            config.network.max_body_bytes)

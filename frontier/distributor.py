@@ -172,6 +172,8 @@ class Distributor:
         vs, created = self._host(scheme_authority)
         if vs is not None:
             self.workbench.push_due(vs, attach(path_query.encode(), validators))
+        elif scheme_authority in self.handed_off:
+            self.forward.append(bare.decode())
         return vs if created else None
 
     def _refill(self, vs: VisitState, limit: int) -> int:
