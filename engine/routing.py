@@ -103,6 +103,9 @@ class LinkRouter:
             to = self.handed_to.get(scheme_authority)
             if to is not None:
                 return -1 - to
+        return self._by_name(scheme_authority)
+
+    def _by_name(self, scheme_authority: str) -> int:
         owner = self._owners.get(scheme_authority)
         if owner is None:
             if len(self._owners) > 1 << 20:
@@ -162,24 +165,42 @@ class LinkRouter:
         self.taken.update(state.get("taken", ()))
         self.handed_urls.update(state.get("handed_urls", {}))
 
-    def handed_away(self, live: Sequence[str]) -> list[str]:
-        """The hosts this agent handed to a machine not among ``live``."""
+    def handed_away(self, live: Sequence[str]) -> bool:
+        """Whether this agent handed a host to a machine not among ``live``."""
         assert self.members is not None
         agents = GlobalRing(self.members).agents_list
-        return [a for a, to in self.handed_to.items() if agents[to][0] not in live]
+        return any(agents[to][0] not in live for to in self.handed_to.values())
 
-    def reclaim(self, hosts: Sequence[str]) -> list[str]:
-        """Take back ``hosts`` handed to a machine that left: they are new again here (resolved anew, and
-        handed by the new ring's owner of their IP, or crawled); returns the URLs that had passed this
-        agent's sieve, to queue again without it."""
-        distributor = self.crew.frontier.distributor
+    def settle(self, before: Sequence[str], rejoined: bool) -> tuple[list[str], list[str], set[str]]:
+        """The hand-offs after the ring changed from ``before`` to the live machines (``route_by``), while no
+        fetch is in flight or the machines concerned are gone. Hosts this agent no longer owns by name
+        are no longer handed by it. It takes back (and crawls itself: its skip set holds their stored
+        pages) the hosts it handed to a machine gone, or, when its own machine ``rejoined``, all: the
+        others took back those handed to it meanwhile, and it gives them up. Hosts taken whose owner by
+        name is a machine that rejoined are given up: it takes its own back. Returns (hosts taken back,
+        the URLs of theirs this agent's sieve had let through, to queue again past it; hosts given up,
+        to purge)."""
+        assert isinstance(self.ring, GlobalRing)
+        distributor, agents = self.crew.frontier.distributor, self.ring.agents_list
+        for authority in [a for a in self.handed_to if self._by_name(a) != self.index]:
+            del self.handed_to[authority]
+            distributor.handed_off.discard(authority)
+            self.handed_urls.pop(authority, None)
+        joined = set(self.live) - set(before)
+        if rejoined:
+            given_up, self.taken = self.taken, set()
+        else:
+            given_up = {a for a in self.taken if agents[self.ring.owner(host_of(a))][0] in joined}
+            self.taken -= given_up
+        back = [a for a, to in self.handed_to.items() if rejoined or agents[to][0] not in self.live]
         urls = []
-        for authority in hosts:
+        for authority in back:
             del self.handed_to[authority]
             distributor.handed_off.discard(authority)
             distributor.host_to_visit_state.pop(authority, None)  # purged: a URL of it makes a new one
+            self.taken.add(authority)
             urls += self.handed_urls.pop(authority, [])
-        return urls
+        return back, urls, given_up
 
 
     def route_by(self, live: Sequence[str]) -> None:

@@ -92,17 +92,18 @@ def stored_in(folder: Path, rules: LinkRules, max_body_bytes: int) -> Iterator[R
 
 
 def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], skip: set[int], seeds: Sequence[str],
-              sources: Mapping[str, Path], own: tuple[Path, str], rules: LinkRules, max_body_bytes: int) -> Takeover:
+              sources: Mapping[str, Path], own: tuple[Path, str], rules: LinkRules, max_body_bytes: int,
+              rejoined: bool = False) -> Takeover:
     """Route by the ring over ``live`` instead of ``before`` and take this agent's share of the hosts
     that moved to it, in the steps of the module's docstring: step 1 reads the archives of
     ``sources`` (node → its output folder: the machines gone, or on a rejoin every other live one)."""
     assert router.members is not None
     old = GlobalRing(router.members, before)
-    back = router.handed_away(live)
     router.route_by(live)
-    again = router.reclaim(back)
-    report = Takeover(sorted(sources), reclaimed=len(back))
+    back, again, given_up = router.settle(before, rejoined)
     frontier, me = router.crew.frontier, router.index
+    report = Takeover(sorted(sources), reclaimed=len(back), handed_over=hand_over(frontier, lambda a: a not in given_up))
+    reclaimed = set(back)  # the links to them this agent had forwarded before its sieve are in its archive
     moved: dict[str, bool] = {}
 
     def has_moved(url: str) -> bool:
@@ -112,8 +113,6 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
             answer = moved[authority] = (old.agents_list[old.owner(host_of(authority))][0] not in live
                                          or authority in reclaimed)
         return answer
-
-    reclaimed = set(back)
 
     for folder in sources.values():
         for page in stored_in(folder, rules, max_body_bytes):
@@ -127,7 +126,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     # past the sieve, which let them through before: the skip set now holds those stored
     frontier.add_revisits(Revisit(url, 0.0) for url in again)
     directory, prefix = own
-    for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes) if set(before) - set(live) else ():
+    for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes) if set(before) - set(live) or back else ():
         links = [link for link in page.links if has_moved(link)]
         if links:
             report.rerouted += len(links)
@@ -171,6 +170,7 @@ class Takeovers:
         gone = sorted(set(before) - set(live))
         if not gone and not sources:
             router.route_by(live)
+            router.settle(before, False)  # given up: no longer taken, so purged below
             router.release_held()
             handed = hand_over(crew.frontier, lambda authority: router.owner(authority) == router.index)
             if handed:
@@ -178,14 +178,12 @@ class Takeovers:
             return
         c = config.cluster
         root = Path(c.machines_root) if c.machines_root else config.out_dir.parent
-        if sources:  # this machine rejoins: the owners of the hosts handed to it took them back meanwhile
-            hand_over(crew.frontier, lambda authority: authority not in router.taken)
-            router.taken.clear()
-        elif router.handed_away(live):  # links to the hosts it takes back are in every machine's archive
+        rejoined = bool(sources)
+        if not rejoined and router.handed_away(live):  # links to the hosts it takes back are in every machine's archive
             sources = [n for n in live if n != c.node]
         report = take_over(router, before, live, self.skip, self.seeds, {n: root / n for n in [*gone, *sources]},
                            (self.checkpointer.warc, self.checkpointer.prefix), self.rules,
-                           config.network.max_body_bytes)
+                           config.network.max_body_bytes, rejoined)
         self.done.append(report)
         print(f"crawl: agent {router.index} of {c.node}: took over its share of {', '.join(report.sources)}: "
               f"{report.skipped} pages stored there skipped, {report.rederived} links re-derived, "

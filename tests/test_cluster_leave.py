@@ -84,8 +84,9 @@ def wait_manifest(out: Path, live: list[str], timeout: float) -> bool:
 RING = GlobalRing([(node, 1) for node in NODES])
 
 
-def of_b(host: str) -> bool:
-    return RING.agents_list[RING.owner(host)][0] == "b"
+def of_b(ip: str) -> bool:
+    """A host at ``ip`` is b's: its IP's machine by the ring over all three (``LinkRouter.hand_off``)."""
+    return RING.agents_list[RING.owner(ip)][0] == "b"
 
 
 def taken_over(web: WebThread, killed: float, n: int) -> threading.Event:
@@ -93,7 +94,7 @@ def taken_over(web: WebThread, killed: float, n: int) -> threading.Event:
     seen = [0]
 
     def counts(entry: dict[str, object]) -> bool:
-        if of_b(str(entry["host"])) and float(entry["start"]) > killed:  # type: ignore[arg-type]
+        if of_b(str(entry["ip"])) and float(entry["start"]) > killed:  # type: ignore[arg-type]
             seen[0] += 1
         return seen[0] >= n
 
@@ -137,7 +138,7 @@ def machine_gone(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
 
 
 def b_hosts(model, log) -> set[str]:  # type: ignore[no-untyped-def]
-    return {r.host for r in log if of_b(r.host)}
+    return {r.host for r in log if of_b(r.ip)}
 
 
 def test_the_survivors_finish_with_every_reachable_page_stored_once(machine_gone) -> None:  # type: ignore[no-untyped-def]
