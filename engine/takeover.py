@@ -8,11 +8,13 @@ carried over: every URL queued anywhere was a seed, or a link or redirect target
 machine stored, and every stored page is in its machine's WARC files, with a metadata record
 listing the links as they were discovered. So an agent taking hosts over (:func:`take_over`)
 
-1. reads the WARC files of each machine gone (or, when its own machine rejoins, of every other
-   live machine, which crawled its hosts meanwhile), on shared storage
-   (``cluster.machines_root/NODE``; on one box, that machine's ``--out`` folder): a page stored
-   there whose host it now owns goes into its skip set (``Fetchers.skip``: never fetched again),
-   and every link it now owns is discovered (its sieve drops those it knew);
+1. reads the WARC files of each machine gone (or, when its own machine rejoins or it takes back
+   hosts it had handed to a machine gone, of every other live machine, which crawled its hosts
+   meanwhile), on shared storage (``cluster.machines_root/NODE``; on one box, that machine's
+   ``--out`` folder): every page stored there goes into its skip set (``Fetchers.skip``: never
+   fetched again), not only those of the hosts it owns by name, since a host may be handed to it
+   later by its IP (``LinkRouter.hand_off``); and every link it now owns is discovered (its sieve
+   drops those it knew);
 2. reads its own WARC files: every link to a host that moved is routed again, by the new ring, to
    its new owner (itself, another agent of its machine, another machine's through the bridge).
    This covers the links it had sent to the machine gone (in a spool, in the stream, in that
@@ -101,7 +103,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     old = GlobalRing(router.members, before)
     router.route_by(live)
     back, again, given_up = router.settle(before, rejoined)
-    frontier, me = router.crew.frontier, router.index
+    frontier = router.crew.frontier
     report = Takeover(sorted(sources), reclaimed=len(back), handed_over=hand_over(frontier, lambda a: a not in given_up))
     reclaimed = set(back)  # the links to them this agent had forwarded before its sieve are in its archive
     moved: dict[str, bool] = {}
@@ -116,7 +118,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
 
     for folder in sources.values():
         for page in stored_in(folder, rules, max_body_bytes):
-            if not page.robots and router.owner_of(page.url) == me:
+            if not page.robots:  # whatever its owner by name: a host may be handed to this agent later
                 skip.add(fingerprint(page.url))
                 report.skipped += 1
             mine = router.mine(page.links)

@@ -54,6 +54,7 @@ def test_hosts_of_one_ip_fall_on_both_machines_by_name(shared_ips) -> None:  # t
 def test_no_ip_is_fetched_closer_than_the_ip_delay_across_machines(shared_ips) -> None:  # type: ignore[no-untyped-def]
     _, _, log, *_ = shared_ips
     violations = {ip: sum(g < IP_DELAY for g in gaps(records)) for ip, records in by_key(log, "ip").items()}
+    print(f"IP delay violations: {sum(violations.values())} over {len(violations)} IPs")
     assert sum(violations.values()) == 0, f"IP delay violated: {violations}"
 
 
@@ -67,4 +68,9 @@ def test_every_page_once_in_all_each_host_by_its_ips_machine(shared_ips) -> None
     for node, urls in pages.items():
         for url in urls:
             assert machine_of(model.ip_of(host(url))) == node, f"{url} crawled by {node}"
-    assert any(machine_of(host(url)) != node for node, urls in pages.items() for url in urls), "no host was handed off"
+    handed = {host(url) for node, urls in pages.items() for url in urls if machine_of(host(url)) != node}
+    assert handed, "no host was handed off"
+    print(f"pages {len(requested)} (a {len(pages['a'])}, b {len(pages['b'])}), hosts handed to their IP's machine "
+          f"{len(handed)} of {len({host(u) for u in requested})}, elapsed "
+          f"{max(s['elapsed_seconds'] for s in stats.values()):.1f} s, links sent between the machines "
+          f"{sum(s['cluster']['messages_sent'] for s in stats.values())} messages")
