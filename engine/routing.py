@@ -134,7 +134,8 @@ class LinkRouter:
         to = self.ring.owner(ip)
         if self.ring.agents_list[to][0] == self.node:
             return False
-        urls = self.crew.frontier.hand_off(vs)
+        urls = self.crew.frontier.distributor.hand_off(vs)
+        self.crew.frontier.refused(vs, "handed_off_ip")
         self.handed_to[authority] = to
         self.handed_urls[authority] = list(urls)
         self._forward(urls)

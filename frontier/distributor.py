@@ -264,12 +264,17 @@ class Distributor:
         if not in_memory:
             self.emptied(vs)  # nothing in memory would ever trigger its refill
 
-    def take_disk(self, vs: VisitState) -> list[bytes]:
-        """Read out a host's URLs on disk (paths and queries), leaving it none there."""
+    def hand_off(self, vs: VisitState) -> list[str]:
+        """``vs`` just resolved, and another agent crawls it from now on (issue 17: its IP's machine):
+        its queued URLs (in memory and on disk; then purge it), and its URLs that leave the sieve later
+        collect in ``forward``."""
+        lanes = vs.lanes.memory.values() if vs.lanes is not None else ()
         keys = [vs.id] if vs.lanes is None else [lane_key(vs, lane) for lane in vs.lanes.disk]
-        items = [item for key in keys for item in self.virtualizer.dequeue(key, max(1, self.virtualizer.count(key)))]
+        items = [*vs.queue, *(vs.due or ()), *(item for queue in lanes for item in queue),
+                 *(item for key in keys for item in self.virtualizer.dequeue(key, max(1, self.virtualizer.count(key))))]
         self.forget_disk(vs)
-        return items
+        self.handed_off.add(vs.scheme_authority)
+        return [vs.scheme_authority + detach(item)[0].decode() for item in items]
 
     def forget_disk(self, vs: VisitState) -> int:
         """Drop a host's URLs on disk (a purge); returns how many."""

@@ -393,21 +393,9 @@ class Frontier:
         self.resolving += 1
 
     def refused(self, vs: VisitState, reason: str) -> None:
-        """The host resolved to an address the configuration forbids: drop it for good."""
+        """The host resolved to an address the configuration forbids, or another machine's: drop it here for good."""
         self.resolving -= 1
         self.purge(vs, reason)
-
-    def hand_off(self, vs: VisitState) -> list[str]:
-        """``vs`` just resolved, and another agent crawls it from now on (issue 17: its IP's machine):
-        returns its queued URLs and forgets them; its URLs that reach the workbench later collect in
-        ``distributor.forward``."""
-        self.resolving -= 1
-        prefix = vs.scheme_authority
-        lanes = vs.lanes.memory.values() if vs.lanes is not None else ()
-        items = [*vs.queue, *(vs.due or ()), *(item for queue in lanes for item in queue), *self.distributor.take_disk(vs)]
-        self.distributor.handed_off.add(prefix)
-        self.purge(vs, "handed_off_ip")
-        return [prefix + detach(item)[0].decode() for item in items]
 
     def purge(self, vs: VisitState, reason: str) -> None:
         """Forget a host's queued URLs (memory and disk); later URLs of it are dropped."""
