@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from engine.credentials import pinned_hosts
 from engine.crew import Crew
@@ -70,7 +70,7 @@ class LinkRouter:
         self.handed_to: dict[str, int] = {}  # hosts handed to their IP's machine: to this global agent there
         self.taken: set[str] = set()  # hosts handed to this agent by their owner on another machine
         # per handed host, the URLs this agent's sieve let through before it was handed: offered again,
-        # past the sieve, if the machine it went to leaves (``reclaim``)
+        # past the sieve, if it takes the host back (``settle``)
         self.handed_urls: dict[str, list[str]] = {}
         self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
         self.held_since = 0.0  # monotonic time the oldest held links came
@@ -203,7 +203,6 @@ class LinkRouter:
             urls += self.handed_urls.pop(authority, [])
         return back, urls, given_up
 
-
     def route_by(self, live: Sequence[str]) -> None:
         """Route by the ring over the ``live`` machines from now on."""
         assert self.members is not None
@@ -295,10 +294,11 @@ class LinkRouter:
                 received = False
                 if self.held and time.monotonic() - self.held_since > crew.config.cluster.ttl:
                     self.release_held()
-                for parent, links, contexts in self.inbox.poll():
+                for from_page, links, contexts in self.inbox.poll():
                     flowing = True
+                    parent: str | None = from_page
                     if self.members is not None:
-                        parent, links, contexts = self._hold_theirs(parent, links, contexts)
+                        parent, links, contexts = self._hold_theirs(from_page, links, contexts)
                     received |= bool(crew.frontier.discover(links, parent, contexts))
                 if self.mail_out is not None and self.mail_in is not None:
                     received |= self._mail(time.monotonic())
@@ -314,13 +314,13 @@ class LinkRouter:
             bell.close()
 
     def _hold_theirs(self, parent: str, links: list[str], contexts: list[LinkContext] | None
-                     ) -> tuple[str, list[str], list[LinkContext] | None]:
+                     ) -> tuple[str | None, list[str], list[LinkContext] | None]:
         """The links this agent owns; those of hosts handed to another machine's agent sent on; the others
         (from a sender already on a newer ring) held."""
         me = self.index
         if parent.startswith(HANDED):  # the owner by name hands these hosts to this agent
             self.taken.update(split(url)[0] for url in links)
-            return parent[len(HANDED):], links, contexts
+            return parent[len(HANDED):] or None, links, contexts  # None: queued before the hand-off
         if self.handed_to:
             handed = [split(url)[0] in self.handed_to for url in links]
             if any(handed):
