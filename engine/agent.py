@@ -90,7 +90,8 @@ class Agent:
         d = config.dns
         resolver = resolver or CachingResolver(d.servers or None, max_entries=d.cache_entries, min_ttl=d.min_ttl, max_ttl=d.max_ttl,
                                                negative_ttl=d.negative_ttl, timeout=d.timeout, concurrency=d.concurrency)
-        self.resolvers = Resolvers(crew, resolver, AddressPolicy(config.network.allow_networks), proxied=bool(config.network.proxy))
+        self.resolvers = Resolvers(crew, resolver, AddressPolicy(config.network.allow_networks), proxied=bool(config.network.proxy),
+                                   hand_off=self.router.hand_off if members is not None else None)
         self.warc_prefix = warc_prefix(config, index)
         self.store = build_archive(config, self.out / "warc", self.warc_prefix)
         self.ip_table = SharedIpTable(self.out / "ip-table") if agents > 1 else None
@@ -132,8 +133,9 @@ class Agent:
         self.fetchers.resize(config.engine.fetchers)
         mode = "off" if self.channel else config.engine.progress
         helpers = [
-            asyncio.create_task(crew.until_full(distribute(crew, self.resolvers.start,
-                                                           self.idle if self.alone else None))),
+            asyncio.create_task(crew.until_full(distribute(
+                crew, self.resolvers.start, self.idle if self.alone else None,
+                self.router.forward_handed if self.router.members is not None else None))),
             asyncio.create_task(crew.until_full(self.todo_filler.run())),
             asyncio.create_task(crew.until_full(self.checkpointer.run())),
             asyncio.create_task(progress.report(self.status, self.started, config.engine, mode, self.timeline)),

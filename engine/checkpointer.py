@@ -57,6 +57,7 @@ class Checkpointer:
             "policy_inbox": {str(k): list(v) for k, v in self.router.mail_positions().items()},
             "skip": sorted(self.fetchers.skip),  # stored after an earlier checkpoint, or by a machine gone
             "live": list(self.router.live),  # the machines whose hosts it took over are not among them
+            **self.router.handed_state(),  # hosts handed to their IP's machine, or by it to this agent
         }
         self.crew.frontier.checkpoint(started, extra)
         self.router.committed(read)
@@ -87,6 +88,7 @@ class Checkpointer:
         if extra:
             crew.stats.restore(extra["stats"])
             skip.update(extra.get("skip", ()))
+            self.router.restore_handed(extra)
             if extra.get("live"):  # the ring it routed by (machines may have left since: the supervisor says)
                 self.router.route_by(extra["live"])
             self.router.resume_reading({int(k): (v[0], v[1]) for k, v in extra["inbox"].items()},

@@ -17,8 +17,10 @@ from engine.crew import Crew
 from frontier.visit_state import VisitState
 
 
-async def distribute(crew: Crew, resolve: Callable[[VisitState], None], idle: Callable[[], bool] | None) -> None:
-    """Run until the agent stops; ``idle`` (one agent only) says when the crawl is over."""
+async def distribute(crew: Crew, resolve: Callable[[VisitState], None], idle: Callable[[], bool] | None,
+                     forward: Callable[[], None] | None = None) -> None:
+    """Run until the agent stops; ``idle`` (one agent only) says when the crawl is over; ``forward``
+    sends on the URLs of hosts handed to another machine that left the sieve (``LinkRouter.forward_handed``)."""
     frontier = crew.frontier
     while not crew.stopping:
         now = time.monotonic()
@@ -27,6 +29,8 @@ async def distribute(crew: Crew, resolve: Callable[[VisitState], None], idle: Ca
             frontier.flush_sieve(now, time.monotonic())
         for vs in frontier.distribute(now):
             resolve(vs)
+        if forward is not None:
+            forward()
         crew.todo_alarm.fire()
         if idle is not None and idle():
             crew.finish("done")

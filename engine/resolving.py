@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Sized
+from collections.abc import Callable, Sized
 from typing import Protocol
 
 from engine.addresses import AddressPolicy
@@ -40,8 +40,10 @@ class Resolver(Protocol):
 class Resolvers:
     """Starts and tracks the resolve tasks; ``pending`` counts lookups and back-offs still to come."""
 
-    def __init__(self, crew: Crew, resolver: Resolver, addresses: AddressPolicy, *, proxied: bool) -> None:
+    def __init__(self, crew: Crew, resolver: Resolver, addresses: AddressPolicy, *, proxied: bool,
+                 hand_off: Callable[[VisitState, str], bool] | None = None) -> None:
         self.crew = crew
+        self.hand_off = hand_off  # True: another machine crawls the host of that IP (``LinkRouter.hand_off``)
         self.resolver = resolver
         self.addresses = addresses
         self.proxied = proxied
@@ -71,6 +73,8 @@ class Resolvers:
                     crew.stats.refused_addresses += 1
                     frontier.refused(vs, "address")
                     return
+            if self.hand_off is not None and self.hand_off(vs, ip):
+                return
             frontier.resolved(vs, ip, expires)
             crew.todo_alarm.fire()
         finally:

@@ -17,6 +17,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from engine.credentials import pinned_hosts
 from engine.crew import Crew
@@ -25,9 +26,11 @@ from engine.link_exchange import BRIDGE, Inbox, Outbox, Position, peers
 from engine.ownership import GlobalRing, HashRing, Member
 from frontier.page import LinkContext
 from frontier.policy import CrawlPolicy
-from frontier.urls import host_of
+from frontier.urls import host_of, split
+from frontier.visit_state import VisitState
 
 EXCHANGE_PERIOD = 0.05  # seconds: a batch of links per receiver, while links flow
+HANDED = "handed "  # ahead of the parent of links handed to their IP's machine (no URL has a space)
 
 
 class LinkRouter:
@@ -43,7 +46,16 @@ class LinkRouter:
     queued: the takeover (``engine/takeover.py``) must know which of their pages are stored already.
     Held links are routed by this agent's ring at its next ring change, or once held ``cluster.ttl``
     seconds: then they came from an agent still on the ring before this one's (a machine rejoined),
-    and go on to their owner."""
+    and go on to their owner.
+
+    *IP politeness across machines* (issue 17, item 3): every IP belongs to one machine, the one
+    whose agent owns the IP on the ring (:meth:`hand_off`), and only that machine's agents fetch
+    its hosts, polite among themselves through the machine's shared IP table. A host's owner by
+    name learns its IP from DNS; if the IP's machine is another, it hands the host to the IP's agent
+    there (``handed_to``): its queued URLs go there, and so does every later link of it, forwarded
+    on arrival, with the parent marked :data:`HANDED`, which makes the receiver take the host as its
+    own (``taken``), not hold it. A decision per host, not a round trip per fetch; both maps are
+    in the checkpoint."""
 
     def __init__(self, crew: Crew, links: Path, index: int, agents: int,
                  members: list[Member] | None = None, node: str = "") -> None:
@@ -54,7 +66,12 @@ class LinkRouter:
         self._routes = list(range(agents))
         senders = peers(index, agents)
         self.remote: Outbox | None = None
-        self.members = members
+        self.members, self.node = members, node
+        self.handed_to: dict[str, int] = {}  # hosts handed to their IP's machine: to this global agent there
+        self.taken: set[str] = set()  # hosts handed to this agent by their owner on another machine
+        # per handed host, the URLs this agent's sieve let through before it was handed: offered again,
+        # past the sieve, if it takes the host back (``settle``)
+        self.handed_urls: dict[str, list[str]] = {}
         self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
         self.held_since = 0.0  # monotonic time the oldest held links came
         if members is not None:
@@ -80,6 +97,15 @@ class LinkRouter:
         self._bell: Doorbell | None = None  # opened by the exchange task, on its loop
 
     def owner(self, scheme_authority: str) -> int:
+        if self.handed_to or self.taken:
+            if scheme_authority in self.taken:
+                return self.index
+            to = self.handed_to.get(scheme_authority)
+            if to is not None:
+                return -1 - to
+        return self._by_name(scheme_authority)
+
+    def _by_name(self, scheme_authority: str) -> int:
         owner = self._owners.get(scheme_authority)
         if owner is None:
             if len(self._owners) > 1 << 20:
@@ -96,6 +122,86 @@ class LinkRouter:
             slash = url.find("/", 8)
             who = self.owner(url if slash < 0 else url[:slash])
         return who
+
+    def hand_off(self, vs: VisitState, ip: str) -> bool:
+        """Hand the host of ``vs``, just resolved to ``ip``, to the agent that owns ``ip`` on the ring if
+        that agent is on another machine (True: this agent never fetches it)."""
+        if not isinstance(self.ring, GlobalRing) or vs.entry is not None:
+            return False  # one machine; or a host resolved again stays where it is crawled
+        authority = vs.scheme_authority
+        if authority in self.taken or host_of(authority) in self.pinned:
+            return False
+        to = self.ring.owner(ip)
+        if self.ring.agents_list[to][0] == self.node:
+            return False
+        urls = self.crew.frontier.distributor.hand_off(vs)
+        self.crew.frontier.refused(vs, "handed_off_ip")
+        self.handed_to[authority] = to
+        self.handed_urls[authority] = list(urls)
+        self._forward(urls)
+        return True
+
+    def forward_handed(self) -> None:
+        """Send on the URLs of handed hosts that reached this agent's workbench meanwhile."""
+        distributor = self.crew.frontier.distributor
+        if distributor.forward:
+            urls, distributor.forward = distributor.forward, []
+            for url in urls:
+                self.handed_urls.setdefault(split(url)[0], []).append(url)
+            self._forward(urls)
+
+    def _forward(self, urls: list[str]) -> None:
+        if urls:
+            self._send_theirs(urls, HANDED, None)
+            if self._bell is not None:
+                self._bell.poke()
+
+    def handed_state(self) -> dict[str, Any]:
+        """What the checkpoint keeps of the hand-offs."""
+        return {"handed": self.handed_to, "taken": sorted(self.taken), "handed_urls": self.handed_urls}
+
+    def restore_handed(self, state: dict[str, Any]) -> None:
+        self.handed_to.update(state.get("handed", {}))
+        self.crew.frontier.distributor.handed_off.update(self.handed_to)
+        self.taken.update(state.get("taken", ()))
+        self.handed_urls.update(state.get("handed_urls", {}))
+
+    def handed_away(self, live: Sequence[str]) -> bool:
+        """Whether this agent handed a host to a machine not among ``live``."""
+        assert self.members is not None
+        agents = GlobalRing(self.members).agents_list
+        return any(agents[to][0] not in live for to in self.handed_to.values())
+
+    def settle(self, before: Sequence[str], rejoined: bool) -> tuple[list[str], list[str], set[str]]:
+        """The hand-offs after the ring changed from ``before`` to the live machines (``route_by``), while no
+        fetch is in flight or the machines concerned are gone. Hosts this agent no longer owns by name
+        are no longer handed by it. It takes back (and crawls itself: its skip set holds their stored
+        pages) the hosts it handed to a machine gone, or, when its own machine ``rejoined``, all: the
+        others took back those handed to it meanwhile, and it gives them up. Hosts taken whose owner by
+        name is a machine that rejoined are given up: it takes its own back. Returns (hosts taken back,
+        the URLs of theirs this agent's sieve had let through, to queue again past it; hosts given up,
+        to purge)."""
+        assert isinstance(self.ring, GlobalRing)
+        distributor, agents = self.crew.frontier.distributor, self.ring.agents_list
+        for authority in [a for a in self.handed_to if self._by_name(a) != self.index]:
+            del self.handed_to[authority]
+            distributor.handed_off.discard(authority)
+            self.handed_urls.pop(authority, None)
+        joined = set(self.live) - set(before)
+        if rejoined:
+            given_up, self.taken = self.taken, set()
+        else:
+            given_up = {a for a in self.taken if agents[self.ring.owner(host_of(a))][0] in joined}
+            self.taken -= given_up
+        back = [a for a, to in self.handed_to.items() if rejoined or agents[to][0] not in self.live]
+        urls = []
+        for authority in back:
+            del self.handed_to[authority]
+            distributor.handed_off.discard(authority)
+            distributor.host_to_visit_state.pop(authority, None)  # purged: a URL of it makes a new one
+            self.taken.add(authority)
+            urls += self.handed_urls.pop(authority, [])
+        return back, urls, given_up
 
     def route_by(self, live: Sequence[str]) -> None:
         """Route by the ring over the ``live`` machines from now on."""
@@ -141,8 +247,8 @@ class LinkRouter:
         assert self.outbox is not None
         mine: list[str] = []
         my_contexts: list[LinkContext] | None = [] if contexts is not None else None
-        theirs: dict[int, tuple[list[str], list[LinkContext] | None]] = {}
-        me, owner, by_policy = self.index, self.owner, self.url_owner is not None
+        theirs: dict[tuple[int, bool], tuple[list[str], list[LinkContext] | None]] = {}
+        me, owner, by_policy, handed = self.index, self.owner, self.url_owner is not None, self.handed_to
         for i, url in enumerate(links):
             if by_policy:
                 who = self.owner_of(url)
@@ -154,16 +260,18 @@ class LinkRouter:
                 if my_contexts is not None and contexts is not None:
                     my_contexts.append(contexts[i])
             else:
-                urls, their_contexts = theirs.setdefault(who, ([], [] if contexts is not None else None))
+                marked = who < 0 and bool(handed) and split(url)[0] in handed
+                urls, their_contexts = theirs.setdefault((who, marked), ([], [] if contexts is not None else None))
                 urls.append(url)
                 if their_contexts is not None and contexts is not None:
                     their_contexts.append(contexts[i])
-        for who, (urls, their_contexts) in theirs.items():
+        for (who, marked), (urls, their_contexts) in theirs.items():
             if who >= 0:
                 self.outbox.add(who, parent, urls, their_contexts)
             else:
                 assert self.remote is not None
-                self.remote.add(-1 - who, parent, urls, their_contexts)
+                self.remote.add(-1 - who, parent if not marked or parent.startswith(HANDED) else HANDED + parent,
+                                urls, their_contexts)
         return mine, my_contexts
 
     async def exchange(self) -> None:
@@ -186,10 +294,11 @@ class LinkRouter:
                 received = False
                 if self.held and time.monotonic() - self.held_since > crew.config.cluster.ttl:
                     self.release_held()
-                for parent, links, contexts in self.inbox.poll():
+                for from_page, links, contexts in self.inbox.poll():
                     flowing = True
+                    parent: str | None = from_page
                     if self.members is not None:
-                        links, contexts = self._hold_theirs(parent, links, contexts)
+                        parent, links, contexts = self._hold_theirs(from_page, links, contexts)
                     received |= bool(crew.frontier.discover(links, parent, contexts))
                 if self.mail_out is not None and self.mail_in is not None:
                     received |= self._mail(time.monotonic())
@@ -205,18 +314,29 @@ class LinkRouter:
             bell.close()
 
     def _hold_theirs(self, parent: str, links: list[str], contexts: list[LinkContext] | None
-                     ) -> tuple[list[str], list[LinkContext] | None]:
-        """The links this agent owns; the others (from a sender already on a newer ring) held."""
+                     ) -> tuple[str | None, list[str], list[LinkContext] | None]:
+        """The links this agent owns; those of hosts handed to another machine's agent sent on; the others
+        (from a sender already on a newer ring) held."""
         me = self.index
+        if parent.startswith(HANDED):  # the owner by name hands these hosts to this agent
+            self.taken.update(split(url)[0] for url in links)
+            return parent[len(HANDED):] or None, links, contexts  # None: queued before the hand-off
+        if self.handed_to:
+            handed = [split(url)[0] in self.handed_to for url in links]
+            if any(handed):
+                self._send_theirs([u for u, h in zip(links, handed) if h], parent,
+                                  [c for c, h in zip(contexts, handed) if h] if contexts is not None else None)
+                links = [u for u, h in zip(links, handed) if not h]
+                contexts = [c for c, h in zip(contexts, handed) if not h] if contexts is not None else None
         owners = [self.owner_of(url) for url in links]
         if all(who == me for who in owners):
-            return links, contexts
+            return parent, links, contexts
         keep = [i for i, who in enumerate(owners) if who == me]
         rest = [i for i, who in enumerate(owners) if who != me]
         if not self.held:
             self.held_since = time.monotonic()
         self.held.append((parent, [links[i] for i in rest], [contexts[i] for i in rest] if contexts is not None else None))
-        return [links[i] for i in keep], [contexts[i] for i in keep] if contexts is not None else None
+        return parent, [links[i] for i in keep], [contexts[i] for i in keep] if contexts is not None else None
 
     async def tick(self) -> None:
         """A one-agent crawl's policy timer (with several agents, the exchange ticks it), until the agent stops."""

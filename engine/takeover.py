@@ -8,11 +8,13 @@ carried over: every URL queued anywhere was a seed, or a link or redirect target
 machine stored, and every stored page is in its machine's WARC files, with a metadata record
 listing the links as they were discovered. So an agent taking hosts over (:func:`take_over`)
 
-1. reads the WARC files of each machine gone (or, when its own machine rejoins, of every other
-   live machine, which crawled its hosts meanwhile), on shared storage
-   (``cluster.machines_root/NODE``; on one box, that machine's ``--out`` folder): a page stored
-   there whose host it now owns goes into its skip set (``Fetchers.skip``: never fetched again),
-   and every link it now owns is discovered (its sieve drops those it knew);
+1. reads the WARC files of each machine gone (or, when its own machine rejoins or it takes back
+   hosts it had handed to a machine gone, of every other live machine, which crawled its hosts
+   meanwhile), on shared storage (``cluster.machines_root/NODE``; on one box, that machine's
+   ``--out`` folder): every page stored there goes into its skip set (``Fetchers.skip``: never
+   fetched again), not only those of the hosts it owns by name, since a host may be handed to it
+   later by its IP (``LinkRouter.hand_off``); and every link it now owns is discovered (its sieve
+   drops those it knew);
 2. reads its own WARC files: every link to a host that moved is routed again, by the new ring, to
    its new owner (itself, another agent of its machine, another machine's through the bridge).
    This covers the links it had sent to the machine gone (in a spool, in the stream, in that
@@ -58,6 +60,7 @@ from engine.parse import LinkRules
 from engine.resume import Replayed, replay, replay_file
 from engine.routing import LinkRouter
 from frontier.frontier import Frontier
+from frontier.policy import Revisit
 from frontier.urls import fingerprint, host_of, split
 from frontier.visit_state import Phase
 from store.warc import end_of_complete_members
@@ -72,6 +75,7 @@ class Takeover:
     skipped: int = 0  # pages the machines gone stored, of hosts this agent now owns: never fetched again
     rederived: int = 0  # links of the machines gone's pages that this agent now owns, offered to its sieve
     rerouted: int = 0  # links of this agent's own pages to a host that moved, routed again
+    reclaimed: int = 0  # hosts it had handed to their IP's machine, which left: its own again
     seeds: int = 0
 
 
@@ -90,35 +94,41 @@ def stored_in(folder: Path, rules: LinkRules, max_body_bytes: int) -> Iterator[R
 
 
 def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], skip: set[int], seeds: Sequence[str],
-              sources: Mapping[str, Path], own: tuple[Path, str], rules: LinkRules, max_body_bytes: int) -> Takeover:
+              sources: Mapping[str, Path], own: tuple[Path, str], rules: LinkRules, max_body_bytes: int,
+              rejoined: bool = False) -> Takeover:
     """Route by the ring over ``live`` instead of ``before`` and take this agent's share of the hosts
     that moved to it, in the steps of the module's docstring: step 1 reads the archives of
     ``sources`` (node → its output folder: the machines gone, or on a rejoin every other live one)."""
     assert router.members is not None
     old = GlobalRing(router.members, before)
     router.route_by(live)
-    report = Takeover(sorted(sources))
-    frontier, me = router.crew.frontier, router.index
+    back, again, given_up = router.settle(before, rejoined)
+    frontier = router.crew.frontier
+    report = Takeover(sorted(sources), reclaimed=len(back), handed_over=hand_over(frontier, lambda a: a not in given_up))
+    reclaimed = set(back)  # the links to them this agent had forwarded before its sieve are in its archive
     moved: dict[str, bool] = {}
 
     def has_moved(url: str) -> bool:
         authority = split(url)[0]
         answer = moved.get(authority)
         if answer is None:
-            answer = moved[authority] = old.agents_list[old.owner(host_of(authority))][0] not in live
+            answer = moved[authority] = (old.agents_list[old.owner(host_of(authority))][0] not in live
+                                         or authority in reclaimed)
         return answer
 
     for folder in sources.values():
         for page in stored_in(folder, rules, max_body_bytes):
-            if not page.robots and router.owner_of(page.url) == me:
+            if not page.robots:  # whatever its owner by name: a host may be handed to this agent later
                 skip.add(fingerprint(page.url))
                 report.skipped += 1
             mine = router.mine(page.links)
             if mine:
                 report.rederived += len(mine)
                 frontier.discover(mine, page.url, None)
+    # past the sieve, which let them through before: the skip set now holds those stored
+    frontier.add_revisits(Revisit(url, 0.0) for url in again)
     directory, prefix = own
-    for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes) if set(before) - set(live) else ():
+    for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes) if set(before) - set(live) or back else ():
         links = [link for link in page.links if has_moved(link)]
         if links:
             report.rerouted += len(links)
@@ -162,6 +172,7 @@ class Takeovers:
         gone = sorted(set(before) - set(live))
         if not gone and not sources:
             router.route_by(live)
+            router.settle(before, False)  # given up: no longer taken, so purged below
             router.release_held()
             handed = hand_over(crew.frontier, lambda authority: router.owner(authority) == router.index)
             if handed:
@@ -169,9 +180,12 @@ class Takeovers:
             return
         c = config.cluster
         root = Path(c.machines_root) if c.machines_root else config.out_dir.parent
+        rejoined = bool(sources)
+        if not rejoined and router.handed_away(live):  # links to the hosts it takes back are in every machine's archive
+            sources = [n for n in live if n != c.node]
         report = take_over(router, before, live, self.skip, self.seeds, {n: root / n for n in [*gone, *sources]},
                            (self.checkpointer.warc, self.checkpointer.prefix), self.rules,
-                           config.network.max_body_bytes)
+                           config.network.max_body_bytes, rejoined)
         self.done.append(report)
         print(f"crawl: agent {router.index} of {c.node}: took over its share of {', '.join(report.sources)}: "
               f"{report.skipped} pages stored there skipped, {report.rederived} links re-derived, "

@@ -112,6 +112,10 @@ class Distributor:
         self.dropped_host_limit = 0
         self.dropped_purged = 0
         self.fetcher_waits = 0
+        # hosts another agent crawls since their DNS answer (a crawl over several machines: the machine
+        # of their IP's); their URLs leaving the sieve collect in ``forward`` for the engine to send on
+        self.handed_off: set[str] = set()
+        self.forward: list[str] = []
 
     # -- signals from the engine ------------------------------------------------------
 
@@ -168,6 +172,8 @@ class Distributor:
         vs, created = self._host(scheme_authority)
         if vs is not None:
             self.workbench.push_due(vs, attach(path_query.encode(), validators))
+        elif scheme_authority in self.handed_off:
+            self.forward.append(bare.decode())
         return vs if created else None
 
     def _refill(self, vs: VisitState, limit: int) -> int:
@@ -212,7 +218,8 @@ class Distributor:
         if vs is None:
             return self._new(scheme_authority), True
         if vs.phase is Phase.PURGED:
-            self.dropped_purged += 1
+            if scheme_authority not in self.handed_off:
+                self.dropped_purged += 1
             return None, False
         if vs.phase is Phase.NEW:  # restored from a checkpoint with nothing queued: resolve it now
             vs.transition("resolve")
@@ -224,6 +231,8 @@ class Distributor:
         scheme_authority, path_query = split(url.decode())
         vs, created = self._host(scheme_authority)
         if vs is None:
+            if scheme_authority in self.handed_off:
+                self.forward.append(scheme_authority + path_query)
             return None
         if vs.scheduled >= self.max_urls_per_host:
             self.dropped_host_limit += 1
@@ -254,6 +263,18 @@ class Distributor:
         self.to_disk += 1
         if not in_memory:
             self.emptied(vs)  # nothing in memory would ever trigger its refill
+
+    def hand_off(self, vs: VisitState) -> list[str]:
+        """``vs`` just resolved, and another agent crawls it from now on (issue 17: its IP's machine):
+        its queued URLs (in memory and on disk; then purge it), and its URLs that leave the sieve later
+        collect in ``forward``."""
+        lanes = vs.lanes.memory.values() if vs.lanes is not None else ()
+        keys = [vs.id] if vs.lanes is None else [lane_key(vs, lane) for lane in vs.lanes.disk]
+        items = [*vs.queue, *(vs.due or ()), *(item for queue in lanes for item in queue),
+                 *(item for key in keys for item in self.virtualizer.dequeue(key, max(1, self.virtualizer.count(key))))]
+        self.forget_disk(vs)
+        self.handed_off.add(vs.scheme_authority)
+        return [vs.scheme_authority + detach(item)[0].decode() for item in items]
 
     def forget_disk(self, vs: VisitState) -> int:
         """Drop a host's URLs on disk (a purge); returns how many."""

@@ -393,7 +393,7 @@ class Frontier:
         self.resolving += 1
 
     def refused(self, vs: VisitState, reason: str) -> None:
-        """The host resolved to an address the configuration forbids: drop it for good."""
+        """The host resolved to an address the configuration forbids, or another machine's: drop it here for good."""
         self.resolving -= 1
         self.purge(vs, reason)
 
