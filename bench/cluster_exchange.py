@@ -19,17 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.invitro.process import cpu_of
 from engine.bridge import Bridge
 from engine.cluster import Cluster
 from engine.config import ClusterConfig
 from engine.link_exchange import BRIDGE, Inbox, Outbox
 from engine.ownership import GlobalRing
 from tests.nats_server import nats_server
-
-
-def server_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100
 
 
 def own_cpu() -> float:
@@ -50,7 +46,7 @@ async def exchange(url: str, server_pid: int, tmp: Path, n: int) -> None:
         outbox.add(to_b, f"http://p{i}.example.org/", [f"http://h{i + j}.example.org/s/page{j}.html" for j in range(20)])
     outbox.close()
     inbox = Inbox(tmp / "b" / "links", 0, [BRIDGE])
-    start, cpu, broker = time.perf_counter(), own_cpu(), server_cpu(server_pid)
+    start, cpu, broker = time.perf_counter(), own_cpu(), cpu_of(server_pid)
     taker = asyncio.create_task(b.run())
     while await a.send_once():
         pass
@@ -58,7 +54,7 @@ async def exchange(url: str, server_pid: int, tmp: Path, n: int) -> None:
     while got < n:
         got += sum(len(links) for _, links, _ in inbox.poll())
         await asyncio.sleep(0.01)  # the agents' exchange period is 50 ms; this only samples finer
-    elapsed, cpu, broker = time.perf_counter() - start, own_cpu() - cpu, server_cpu(server_pid) - broker
+    elapsed, cpu, broker = time.perf_counter() - start, own_cpu() - cpu, cpu_of(server_pid) - broker
     taker.cancel()
     await asyncio.gather(taker, return_exceptions=True)
     print(f"{n} URLs in {elapsed:.2f} s: {n / elapsed:,.0f} URLs/s; {a.messages_sent} messages; "

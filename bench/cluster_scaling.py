@@ -28,9 +28,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from bench.cluster_exchange import server_cpu
 import orjson
 
+from bench.invitro.process import cpu_of
 from bench.runner import CRAWLER_SETTINGS, RESULTS_DIR, ChildCost, Web, html_pages, invitro_web, machine, \
     run_child, alternately, warm, write_result
 from tests.nats_server import nats_server
@@ -74,12 +74,12 @@ def one_run(machines: int, args: argparse.Namespace) -> dict[str, float]:
                 broker = 0.0
             else:
                 with nats_server(folder / "nats") as server:
-                    before = server_cpu(server.process.pid)
+                    before = cpu_of(server.process.pid)
                     cluster = ["--cluster", server.url, "--cluster-size", str(machines)]
                     costs = run_machines([machine_command(web, folder / f"m{i}", args.seconds,
                                                           [*cluster, "--node", f"m{i}"]) for i in range(machines)],
                                          args.seconds, folder)
-                    broker = server_cpu(server.process.pid) - before
+                    broker = cpu_of(server.process.pid) - before
         pages = sum(html_pages(folder / f"m{i}" / "warc") for i in range(machines))
         windows = [warm(orjson.loads((folder / f"m{i}" / "stats.json").read_bytes())) for i in range(machines)]
     cpu = sum(c.cpu_seconds for c in costs)

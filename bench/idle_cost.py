@@ -30,16 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.invitro.process import cpu_of
 from bench.runner import CRAWLER_SETTINGS, RESULTS_DIR, alternately, crawl, invitro_web, machine, write_result
-
-TICKS = 100  # clock ticks per second of /proc/PID/stat (Linux's USER_HZ)
-
-
-def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of one process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
 
 def children(pid: int) -> list[int]:
     return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -58,9 +50,9 @@ def idle_cpu(seconds: float) -> dict[str, Any]:
             try:
                 time.sleep(seconds / 2)  # a measurement window, not a wait for an event
                 pids = [crawler.pid, *children(crawler.pid)]
-                before, t0 = [process_cpu(p) for p in pids], time.monotonic()
+                before, t0 = [cpu_of(p) for p in pids], time.monotonic()
                 time.sleep(seconds / 2 - 2)
-                after, t1 = [process_cpu(p) for p in pids], time.monotonic()
+                after, t1 = [cpu_of(p) for p in pids], time.monotonic()
             finally:
                 crawler.wait(timeout=seconds + 60)
     per_process = [(b - a) / (t1 - t0) * 1000 for a, b in zip(before, after, strict=True)]

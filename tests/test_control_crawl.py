@@ -120,6 +120,12 @@ class Crawl:
         self.listening = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
 
+    def kill_if_running(self) -> None:
+        """The end of a test that failed before the crawl ended: no crawl outlives its test."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(30)
+
     def _read(self) -> None:
         assert self.process.stderr is not None
         for line in self.process.stderr:
@@ -168,9 +174,7 @@ def steered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         happened["stop"] = api.json("POST", "/stop")
         happened["exit"] = crawl.process.wait(120)
     finally:
-        if crawl.process.poll() is None:
-            crawl.process.kill()
-            crawl.process.wait(30)
+        crawl.kill_if_running()
         happened["log"] = web.stop()
     happened["stats"] = orjson.loads((tmp / "out" / "stats.json").read_bytes())
     return happened

@@ -130,9 +130,7 @@ def looked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             page.click("#stop")
             happened["exit"] = crawl.process.wait(120)
     finally:
-        if crawl.process.poll() is None:
-            crawl.process.kill()
-            crawl.process.wait(30)
+        crawl.kill_if_running()
         happened["log"] = web.stop()
     happened["stats"] = orjson.loads((tmp / "out" / "stats.json").read_bytes())
     return happened
