@@ -30,7 +30,7 @@ from frontier.urls import host_of, split
 from frontier.visit_state import VisitState
 
 EXCHANGE_PERIOD = 0.05  # seconds: a batch of links per receiver, while links flow
-HANDED = "handed "  # ahead of the parent of links handed to their IP's machine (no URL has a space)
+HANDED = "handed "  # then the sender's ring and a space, ahead of the parent of links handed to their IP's machine
 
 
 class LinkRouter:
@@ -53,9 +53,11 @@ class LinkRouter:
     its hosts, polite among themselves through the machine's shared IP table. A host's owner by
     name learns its IP from DNS; if the IP's machine is another, it hands the host to the IP's agent
     there (``handed_to``): its queued URLs go there, and so does every later link of it, forwarded
-    on arrival, with the parent marked :data:`HANDED`, which makes the receiver take the host as its
-    own (``taken``), not hold it. A decision per host, not a round trip per fetch; both maps are
-    in the checkpoint."""
+    on arrival, with the parent marked :data:`HANDED` and the sender's ring, which makes the receiver
+    take the host as its own (``taken``). A decision per host, not a round trip per fetch; both maps
+    are in the checkpoint. Handed links from a sender on another ring are held like the others: one
+    that took over a machine gone hands its hosts on by their IPs, and the receiver, which has not
+    yet read that machine's archive, would fetch again the pages stored there."""
 
     def __init__(self, crew: Crew, links: Path, index: int, agents: int,
                  members: list[Member] | None = None, node: str = "") -> None:
@@ -152,9 +154,20 @@ class LinkRouter:
 
     def _forward(self, urls: list[str]) -> None:
         if urls:
-            self._send_theirs(urls, HANDED, None)
+            self._send_theirs(urls, self._handed(""), None)
             if self._bell is not None:
                 self._bell.poke()
+
+    def _handed(self, parent: str) -> str:
+        """``parent`` marked as handed by this agent, on its ring (no URL has a space)."""
+        return f"{HANDED}{','.join(self.live)} {parent}"
+
+    def _take(self, marked: str, links: list[str], contexts: list[LinkContext] | None
+              ) -> tuple[str | None, list[str], list[LinkContext] | None]:
+        """Take as this agent's the hosts of ``links`` handed to it; the links to queue, with their parent."""
+        self.taken.update(split(url)[0] for url in links)
+        parent = marked[len(HANDED):].partition(" ")[2]
+        return parent or None, links, contexts  # None: queued before the hand-off
 
     def handed_state(self) -> dict[str, Any]:
         """What the checkpoint keeps of the hand-offs."""
@@ -218,7 +231,11 @@ class LinkRouter:
         """Route again the links held back for hosts this agent did not own when they came."""
         held, self.held = self.held, []
         for parent, links, contexts in held:
-            self.discover(links, parent, contexts)
+            if parent.startswith(HANDED):
+                page, links, contexts = self._take(parent, links, contexts)
+                self.crew.frontier.discover(links, page, contexts)
+            else:
+                self.discover(links, parent, contexts)
 
     def mine(self, urls: Sequence[str]) -> list[str]:
         """The URLs this agent owns."""
@@ -270,7 +287,7 @@ class LinkRouter:
                 self.outbox.add(who, parent, urls, their_contexts)
             else:
                 assert self.remote is not None
-                self.remote.add(-1 - who, parent if not marked or parent.startswith(HANDED) else HANDED + parent,
+                self.remote.add(-1 - who, parent if not marked or parent.startswith(HANDED) else self._handed(parent),
                                 urls, their_contexts)
         return mine, my_contexts
 
@@ -299,7 +316,8 @@ class LinkRouter:
                     parent: str | None = from_page
                     if self.members is not None:
                         parent, links, contexts = self._hold_theirs(from_page, links, contexts)
-                    received |= bool(crew.frontier.discover(links, parent, contexts))
+                    if links:
+                        received |= bool(crew.frontier.discover(links, parent, contexts))
                 if self.mail_out is not None and self.mail_in is not None:
                     received |= self._mail(time.monotonic())
                 if received:
@@ -319,8 +337,10 @@ class LinkRouter:
         (from a sender already on a newer ring) held."""
         me = self.index
         if parent.startswith(HANDED):  # the owner by name hands these hosts to this agent
-            self.taken.update(split(url)[0] for url in links)
-            return parent[len(HANDED):] or None, links, contexts  # None: queued before the hand-off
+            if parent[len(HANDED):].partition(" ")[0] == ",".join(self.live):
+                return self._take(parent, links, contexts)
+            self._hold(parent, links, contexts)  # the sender's takeover may be ahead of this agent's
+            return None, [], None
         if self.handed_to:
             handed = [split(url)[0] in self.handed_to for url in links]
             if any(handed):
@@ -333,10 +353,13 @@ class LinkRouter:
             return parent, links, contexts
         keep = [i for i, who in enumerate(owners) if who == me]
         rest = [i for i, who in enumerate(owners) if who != me]
+        self._hold(parent, [links[i] for i in rest], [contexts[i] for i in rest] if contexts is not None else None)
+        return parent, [links[i] for i in keep], [contexts[i] for i in keep] if contexts is not None else None
+
+    def _hold(self, parent: str, links: list[str], contexts: list[LinkContext] | None) -> None:
         if not self.held:
             self.held_since = time.monotonic()
-        self.held.append((parent, [links[i] for i in rest], [contexts[i] for i in rest] if contexts is not None else None))
-        return parent, [links[i] for i in keep], [contexts[i] for i in keep] if contexts is not None else None
+        self.held.append((parent, links, contexts))
 
     async def tick(self) -> None:
         """A one-agent crawl's policy timer (with several agents, the exchange ticks it), until the agent stops."""
