@@ -57,7 +57,10 @@ class LinkRouter:
     take the host as its own (``taken``). A decision per host, not a round trip per fetch; both maps
     are in the checkpoint. Handed links from a sender on another ring are held like the others: one
     that took over a machine gone hands its hosts on by their IPs, and the receiver, which has not
-    yet read that machine's archive, would fetch again the pages stored there."""
+    yet read that machine's archive, would fetch again the pages stored there. Released, they are
+    taken if this agent's ring is now the sender's, else routed by name on its ring: a hand-off
+    made on a ring this agent has left (a machine rejoined meanwhile) is the host's owner's to
+    decide again, or two machines would crawl the host."""
 
     def __init__(self, crew: Crew, links: Path, index: int, agents: int,
                  members: list[Member] | None = None, node: str = "") -> None:
@@ -162,12 +165,11 @@ class LinkRouter:
         """``parent`` marked as handed by this agent, on its ring (no URL has a space)."""
         return f"{HANDED}{','.join(self.live)} {parent}"
 
-    def _take(self, marked: str, links: list[str], contexts: list[LinkContext] | None
-              ) -> tuple[str | None, list[str], list[LinkContext] | None]:
-        """Take as this agent's the hosts of ``links`` handed to it; the links to queue, with their parent."""
-        self.taken.update(split(url)[0] for url in links)
-        parent = marked[len(HANDED):].partition(" ")[2]
-        return parent or None, links, contexts  # None: queued before the hand-off
+    def _handed_on(self, marked: str) -> tuple[bool, str | None]:
+        """Of a parent marked handed: whether the sender was on this agent's ring, and the parent
+        (``None``: the URL was queued before the hand-off)."""
+        ring, _, parent = marked[len(HANDED):].partition(" ")
+        return ring == ",".join(self.live), parent or None
 
     def handed_state(self) -> dict[str, Any]:
         """What the checkpoint keeps of the hand-offs."""
@@ -231,11 +233,16 @@ class LinkRouter:
         """Route again the links held back for hosts this agent did not own when they came."""
         held, self.held = self.held, []
         for parent, links, contexts in held:
+            page: str | None = parent
             if parent.startswith(HANDED):
-                page, links, contexts = self._take(parent, links, contexts)
-                self.crew.frontier.discover(links, page, contexts)
-            else:
-                self.discover(links, parent, contexts)
+                same_ring, page = self._handed_on(parent)
+                if same_ring:
+                    self.taken.update(split(url)[0] for url in links)
+                    self.crew.frontier.discover(links, page, contexts)
+                    continue
+                # handed on another ring: the owner by name on this agent's ring decides again
+                page = page or ""  # routed, as a page's links are ("": no parent)
+            self.discover(links, page, contexts)
 
     def mine(self, urls: Sequence[str]) -> list[str]:
         """The URLs this agent owns."""
@@ -255,7 +262,7 @@ class LinkRouter:
             links, contexts = self._send_theirs(links, parent, contexts)
             if self._bell is not None and self.pending:
                 self._bell.poke()  # a sleeping exchange has a batch to write
-        if links and frontier.discover(links, parent, contexts):
+        if links and frontier.discover(links, parent or None, contexts):
             self.crew.distributor_alarm.fire()
 
     def _send_theirs(
@@ -317,7 +324,7 @@ class LinkRouter:
                     if self.members is not None:
                         parent, links, contexts = self._hold_theirs(from_page, links, contexts)
                     if links:
-                        received |= bool(crew.frontier.discover(links, parent, contexts))
+                        received |= bool(crew.frontier.discover(links, parent or None, contexts))
                 if self.mail_out is not None and self.mail_in is not None:
                     received |= self._mail(time.monotonic())
                 if received:
@@ -337,8 +344,10 @@ class LinkRouter:
         (from a sender already on a newer ring) held."""
         me = self.index
         if parent.startswith(HANDED):  # the owner by name hands these hosts to this agent
-            if parent[len(HANDED):].partition(" ")[0] == ",".join(self.live):
-                return self._take(parent, links, contexts)
+            same_ring, page = self._handed_on(parent)
+            if same_ring:
+                self.taken.update(split(url)[0] for url in links)
+                return page, links, contexts
             self._hold(parent, links, contexts)  # the sender's takeover may be ahead of this agent's
             return None, [], None
         if self.handed_to:
