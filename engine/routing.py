@@ -27,7 +27,7 @@ from engine.ownership import GlobalRing, HashRing, Member
 from frontier.page import LinkContext
 from frontier.policy import CrawlPolicy
 from frontier.urls import host_of, split
-from frontier.visit_state import VisitState
+from frontier.visit_state import Phase, VisitState
 
 EXCHANGE_PERIOD = 0.05  # seconds: a batch of links per receiver, while links flow
 HANDED = "handed "  # then the sender's ring and a space, ahead of the parent of links handed to their IP's machine
@@ -171,6 +171,17 @@ class LinkRouter:
         ring, _, parent = marked[len(HANDED):].partition(" ")
         return ring == ",".join(self.live), parent or None
 
+    def _take(self, links: list[str]) -> None:
+        """Take the hosts of ``links`` as handed to this agent. One it gave up earlier (its owner by
+        name rejoined, and has now handed it back by its IP) starts afresh: its purged visit state
+        would drop every URL."""
+        distributor = self.crew.frontier.distributor
+        for authority in {split(url)[0] for url in links} - self.taken:
+            self.taken.add(authority)
+            vs = distributor.host_to_visit_state.get(authority)
+            if vs is not None and vs.phase is Phase.PURGED:
+                del distributor.host_to_visit_state[authority]
+
     def handed_state(self) -> dict[str, Any]:
         """What the checkpoint keeps of the hand-offs."""
         return {"handed": self.handed_to, "taken": sorted(self.taken), "handed_urls": self.handed_urls}
@@ -191,11 +202,13 @@ class LinkRouter:
         """The hand-offs after the ring changed from ``before`` to the live machines (``route_by``), while no
         fetch is in flight or the machines concerned are gone. Hosts this agent no longer owns by name
         are no longer handed by it. It takes back (and crawls itself: its skip set holds their stored
-        pages) the hosts it handed to a machine gone, or, when its own machine ``rejoined``, all: the
-        others took back those handed to it meanwhile, and it gives them up. Hosts taken whose owner by
-        name is a machine that rejoined are given up: it takes its own back. Returns (hosts taken back,
-        the URLs of theirs this agent's sieve had let through, to queue again past it; hosts given up,
-        to purge)."""
+        pages) the hosts it handed to a machine gone; a hand-off to a live machine stands, also when its
+        own machine ``rejoined`` (the ring is the one it handed them on). When its own machine rejoined,
+        it gives up the hosts handed to it: the others took them back meanwhile. A host taken whose
+        owner by name rejoined is given up unless its IP is still this agent's on the ring (that owner
+        would hand it right back, and a purge here would lose its queued URLs). Returns (hosts taken
+        back, the URLs of theirs this agent's sieve had let through, to queue again past it; hosts
+        given up, to purge)."""
         assert isinstance(self.ring, GlobalRing)
         distributor, agents = self.crew.frontier.distributor, self.ring.agents_list
         for authority in [a for a in self.handed_to if self._by_name(a) != self.index]:
@@ -206,9 +219,10 @@ class LinkRouter:
         if rejoined:
             given_up, self.taken = self.taken, set()
         else:
-            given_up = {a for a in self.taken if agents[self.ring.owner(host_of(a))][0] in joined}
+            given_up = {a for a in self.taken if agents[self.ring.owner(host_of(a))][0] in joined
+                        and not self._ip_mine(distributor.ip_of(a))}
             self.taken -= given_up
-        back = [a for a, to in self.handed_to.items() if rejoined or agents[to][0] not in self.live]
+        back = [a for a, to in self.handed_to.items() if agents[to][0] not in self.live]
         urls = []
         for authority in back:
             del self.handed_to[authority]
@@ -217,6 +231,10 @@ class LinkRouter:
             self.taken.add(authority)
             urls += self.handed_urls.pop(authority, [])
         return back, urls, given_up
+
+    def _ip_mine(self, ip: str | None) -> bool:
+        """Whether ``ip`` (None: not resolved here) hashes to this agent on the ring."""
+        return ip is not None and self._routes[self.ring.owner(ip)] == self.index
 
     def route_by(self, live: Sequence[str]) -> None:
         """Route by the ring over the ``live`` machines from now on."""
@@ -237,7 +255,7 @@ class LinkRouter:
             if parent.startswith(HANDED):
                 same_ring, page = self._handed_on(parent)
                 if same_ring:
-                    self.taken.update(split(url)[0] for url in links)
+                    self._take(links)
                     self.crew.frontier.discover(links, page, contexts)
                     continue
                 # handed on another ring: the owner by name on this agent's ring decides again
@@ -346,7 +364,7 @@ class LinkRouter:
         if parent.startswith(HANDED):  # the owner by name hands these hosts to this agent
             same_ring, page = self._handed_on(parent)
             if same_ring:
-                self.taken.update(split(url)[0] for url in links)
+                self._take(links)
                 return page, links, contexts
             self._hold(parent, links, contexts)  # the sender's takeover may be ahead of this agent's
             return None, [], None
