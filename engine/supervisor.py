@@ -319,8 +319,9 @@ class Supervisor:
         agent.summary = None
         listener = asyncio.create_task(self.listen(agent, reader))
         code = await agent.process.wait()
-        # the lines the agent sent just before it exited (its summary); the socket ends with it
-        with contextlib.suppress(TimeoutError, ValueError, orjson.JSONDecodeError):
+        # the lines the agent sent just before it exited (its summary); the socket ends with it, reset
+        # if the agent was killed with lines of ours unread
+        with contextlib.suppress(TimeoutError, ConnectionError, ValueError, orjson.JSONDecodeError):
             await asyncio.wait_for(listener, LAST_WORDS)
         agent.writer.close()
         agent.writer, agent.status = None, None
