@@ -59,7 +59,6 @@ from engine.ownership import GlobalRing
 from engine.parse import LinkRules
 from engine.resume import Replayed, replay, replay_file
 from engine.routing import LinkRouter
-from frontier.frontier import Frontier
 from frontier.policy import Revisit
 from frontier.urls import fingerprint, host_of, split
 from frontier.visit_state import Phase
@@ -76,6 +75,7 @@ class Takeover:
     rederived: int = 0  # links of the machines gone's pages that this agent now owns, offered to its sieve
     rerouted: int = 0  # links of this agent's own pages to a host that moved, routed again
     reclaimed: int = 0  # hosts it had handed to their IP's machine, which left: its own again
+    revived: int = 0  # hosts it had given up to a machine that rejoined, which left again: its own again
     seeds: int = 0
 
 
@@ -102,10 +102,12 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     assert router.members is not None
     old = GlobalRing(router.members, before)
     router.route_by(live)
-    back, again, given_up = router.settle(before, rejoined)
+    settled = router.settle(before, rejoined)
     frontier = router.crew.frontier
-    report = Takeover(sorted(sources), reclaimed=len(back), handed_over=hand_over(frontier, lambda a: a not in given_up))
-    reclaimed = set(back)  # the links to them this agent had forwarded before its sieve are in its archive
+    given_up = settled.given_up
+    report = Takeover(sorted(sources), reclaimed=len(settled.back), revived=len(settled.revived),
+                      handed_over=hand_over(router, lambda a: a not in given_up))
+    reclaimed = set(settled.back)  # the links to them this agent had forwarded before its sieve are in its archive
     moved: dict[str, bool] = {}
 
     def has_moved(url: str) -> bool:
@@ -126,9 +128,9 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
                 report.rederived += len(mine)
                 frontier.discover(mine, page.url, None)
     # past the sieve, which let them through before: the skip set now holds those stored
-    frontier.add_revisits(Revisit(url, 0.0) for url in again)
+    frontier.add_revisits(Revisit(url, 0.0) for url in settled.again)
     directory, prefix = own
-    for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes) if set(before) - set(live) or back else ():
+    for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes) if set(before) - set(live) or reclaimed else ():
         links = [link for link in page.links if has_moved(link)]
         if links:
             report.rerouted += len(links)
@@ -141,13 +143,13 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     return report
 
 
-def hand_over(frontier: Frontier, keeps: Callable[[str], bool]) -> int:
-    """Purge every host whose scheme and authority ``keeps`` refuses (another agent owns it now): its
-    queued URLs are dropped, and so are its later ones; returns how many hosts."""
-    lost = [vs for authority, vs in frontier.distributor.host_to_visit_state.items()
+def hand_over(router: LinkRouter, keeps: Callable[[str], bool]) -> int:
+    """Purge every host whose scheme and authority ``keeps`` refuses (another agent owns it now): it crawls
+    none of its URLs, queued or later, but keeps them (``LinkRouter.give``); returns how many hosts."""
+    lost = [vs for authority, vs in router.crew.frontier.distributor.host_to_visit_state.items()
             if vs.phase is not Phase.PURGED and not keeps(authority)]
     for vs in lost:
-        frontier.purge(vs, "handed_over")
+        router.give(vs)
     return len(lost)
 
 
@@ -174,7 +176,7 @@ class Takeovers:
             router.route_by(live)
             router.settle(before, False)  # given up: no longer taken, so purged below
             router.release_held()
-            handed = hand_over(crew.frontier, lambda authority: router.owner(authority) == router.index)
+            handed = hand_over(router, lambda authority: router.owner(authority) == router.index)
             if handed:
                 self.done.append(Takeover([], handed_over=handed))
             return
