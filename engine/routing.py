@@ -90,6 +90,10 @@ class LinkRouter:
         # those leaving the sieve later included; queued again, past the sieve, if the host comes back to
         # it (that machine leaves again: ``settle``; or hands it on by its IP: ``_take``)
         self.given: dict[str, list[str]] = {}
+        # those given up at the last ring change: a hand-off of one on this ring does not revive it, for it may
+        # be stale (sent by the rejoined machine before it took back what it had handed: from its spools or
+        # its replay at start), and the hosts given up wait for their owners, which crawl them
+        self.given_lately: set[str] = set()
         self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
         self.held_since = 0.0  # monotonic time the oldest held links came
         if members is not None:
@@ -180,6 +184,7 @@ class LinkRouter:
         frontier = self.crew.frontier
         retry = [vs.scheme_authority + vs.retry_path.decode()] if vs.retry_path is not None else []
         self.given[vs.scheme_authority] = [*retry, *frontier.distributor.hand_off(vs)]
+        self.given_lately.add(vs.scheme_authority)
         frontier.purge(vs, "handed_over")
 
     def _revive(self, authority: str) -> list[str]:
@@ -205,7 +210,8 @@ class LinkRouter:
         """Take as this agent's the hosts of ``links`` handed to it; the links to queue, with their parent."""
         hosts = {split(url)[0] for url in links} - self.taken
         self.taken |= hosts
-        again = [url for authority in hosts if authority in self.given for url in self._revive(authority)]
+        again = [url for authority in hosts if authority in self.given and authority not in self.given_lately
+                 for url in self._revive(authority)]
         self.crew.frontier.add_revisits(Revisit(url, 0.0) for url in again)
         parent = marked[len(HANDED):].partition(" ")[2]
         return parent or None, links, contexts  # None: queued before the hand-off
@@ -213,11 +219,12 @@ class LinkRouter:
     def handed_state(self) -> dict[str, Any]:
         """What the checkpoint keeps of the hand-offs."""
         return {"handed": self.handed_to, "taken": sorted(self.taken), "handed_urls": self.handed_urls,
-                "given": self.given}
+                "given": self.given, "given_lately": sorted(self.given_lately)}
 
     def restore_handed(self, state: dict[str, Any]) -> None:
         self.handed_to.update(state.get("handed", {}))
         self.given.update(state.get("given", {}))
+        self.given_lately.update(state.get("given_lately", ()))
         self.crew.frontier.distributor.handed_off.update([*self.handed_to, *self.given])
         self.taken.update(state.get("taken", ()))
         self.handed_urls.update(state.get("handed_urls", {}))
@@ -242,9 +249,11 @@ class LinkRouter:
         given up that it owns again (their machine left again) are revived."""
         assert isinstance(self.ring, GlobalRing)
         distributor, agents = self.crew.frontier.distributor, self.ring.agents_list
+        self.given_lately = set()
         for authority in [a for a in self.handed_to if self._by_name(a) != self.index]:
             del self.handed_to[authority]  # still in the distributor's handed_off: its URLs leaving the sieve are kept
             self.given[authority] = self.handed_urls.pop(authority, [])
+            self.given_lately.add(authority)
         joined = set(self.live) - set(before)
         if rejoined:
             given_up, self.taken = self.taken, set()

@@ -29,10 +29,11 @@ from tests.invitro_harness import WebThread, page_requests, reachable, url_of, w
 from tests.nats_server import nats_server
 from tests.test_agents import check_politeness, records_at_crash, warc_records
 from tests.test_cluster_crawl import host
-from tests.test_cluster_leave import RING, WEB, finish, kill_leftovers, of_b, start, taken_over, wait_manifest
+from tests.test_cluster_leave import IN_FLIGHT, RING, WEB, finish, kill_leftovers, of_b, start, taken_over, wait_manifest
 
 NODES = ("a", "b", "c")
 FETCHERS = 30  # engine.fetchers in the settings: at most that many fetches in flight at each kill
+IN_FLIGHT_BEFORE = 2.0  # seconds before a kill within which b's fetch in flight was answered (its record unwritten)
 
 
 def owned_by_b(host_name: str, ip: str) -> bool:
@@ -66,11 +67,11 @@ def left_twice(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
             try:
                 assert answered.wait(120), "the crawl did not get a third of the way"
                 os.killpg(machines["b"].pid, signal.SIGKILL)
-                killed = time.monotonic()
+                kills = [time.monotonic()]
                 machines["b"].wait(30)
                 first = records_at_crash(root / "b")
                 assert wait_manifest(root / "a", ["a", "c"], 60), "a never took b out of its ring"
-                assert taken_over(web, killed, 10).wait(60), "the survivors did not crawl b's hosts"
+                assert taken_over(web, kills[0], 10).wait(60), "the survivors did not crawl b's hosts"
                 machines["b"] = start(root, "b", seeds, web, broker.url, "--resume")
                 for node in ("a", "c"):
                     assert wait_manifest(root / node, list(NODES), 60), f"{node} never handed b's hosts back"
@@ -78,6 +79,7 @@ def left_twice(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
                 crawling = fetches_of_b(web, handed_back, 10)
                 assert crawling.wait(60), "b did not crawl its hosts again"
                 os.killpg(machines["b"].pid, signal.SIGKILL)
+                kills.append(time.monotonic())
                 machines["b"].wait(30)
                 second = records_at_crash(root / "b")
                 for node in ("a", "c"):
@@ -93,11 +95,11 @@ def left_twice(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
                     and not uri.endswith("/robots.txt")] for node in ("a", "c")}
     pages["b"] = [u for u in second if not u.endswith("/robots.txt")]
     at_first = {u for u in first if not u.endswith("/robots.txt")}
-    return web.model, expected, log, stats, pages, at_first
+    return web.model, expected, log, stats, pages, at_first, kills
 
 
 def test_the_survivors_of_a_second_departure_finish_with_every_reachable_page_stored_once(left_twice) -> None:  # type: ignore[no-untyped-def]
-    model, expected, log, stats, pages, at_first = left_twice
+    model, expected, log, stats, pages, at_first, _ = left_twice
     assert {s["stop_reason"] for s in stats.values()} == {"done"}
     assert all(s["cluster"]["live"] == ["a", "c"] for s in stats.values())
     assert [d["gone"] for d in stats["a"]["cluster"]["departures"]] == [["b"], ["b"]]
@@ -111,12 +113,18 @@ def test_the_survivors_of_a_second_departure_finish_with_every_reachable_page_st
 
 
 def test_no_page_b_stored_is_fetched_again_and_no_delay_is_violated(left_twice) -> None:  # type: ignore[no-untyped-def]
-    model, expected, log, stats, pages, at_first = left_twice
+    model, expected, log, stats, pages, at_first, kills = left_twice
     assert len(pages["b"]) > len(at_first), "b stored nothing between its rejoin and the second kill"
     requested = Counter(url_of(r, model.port) for r in page_requests(log))
     repeated = {u for u, n in requested.items() if n > 1}
     assert not repeated & set(pages["b"]), "a page b had stored was fetched again"
-    assert {host(u) for u in repeated} <= {r.host for r in log if of_b(r.ip)}, "a page of a live machine's host fetched twice"
+    first = {}
+    for r in page_requests(log):
+        first.setdefault(url_of(r, model.port), r.start)
+    assert all(any(k - IN_FLIGHT_BEFORE < first[u] < k + IN_FLIGHT for k in kills) for u in repeated), \
+        "a page fetched twice that was not in flight at a kill of b"
+    b_crawls = {r.host for r in log if of_b(r.ip) or RING.agents_list[RING.owner(r.host)][0] == "b"}
+    assert {host(u) for u in repeated} <= b_crawls, "a page of a live machine's host fetched twice"
     assert len(repeated) <= 2 * FETCHERS, "more repeats than b's fetches in flight at two kills"
     print(f"fetched twice {len(repeated)} (b's fetches in flight)")
     check_politeness(log)
