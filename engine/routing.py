@@ -68,7 +68,11 @@ class LinkRouter:
     take the host as its own (``taken``). A decision per host, not a round trip per fetch; both maps
     are in the checkpoint. Handed links from a sender on another ring are held like the others: one
     that took over a machine gone hands its hosts on by their IPs, and the receiver, which has not
-    yet read that machine's archive, would fetch again the pages stored there."""
+    yet read that machine's archive, would fetch again the pages stored there.
+
+    A host this agent gives up when a machine rejoins (:meth:`give`, :meth:`settle`) is purged but its
+    URLs are kept (``given``): its sieve will not let them through again, and they are queued again past
+    it if the host comes back (:meth:`_revive`: that machine left again; ``engine/takeover.py``)."""
 
     def __init__(self, crew: Crew, links: Path, index: int, agents: int,
                  members: list[Member] | None = None, node: str = "") -> None:

@@ -26,6 +26,23 @@ listing the links as they were discovered. So an agent taking hosts over (:func:
 
 The agent checkpoints right after, so the skip set and what reached its sieve survive a crash.
 
+*A second departure* (a machine that rejoined leaves again): the survivors' sieves remember the
+URLs of its hosts from the first takeover, so step 1 and the links rerouted to them offer those
+URLs in vain. What such a sieve let through was fetched (stored: nothing to do), or was still
+queued, or left the sieve later, when the rejoin took the host from this agent; so the agent keeps
+exactly those: :func:`hand_over` does not drop a host's queued URLs but keeps them
+(``LinkRouter.give``, with those that leave the sieve later), and when the host comes back
+(``LinkRouter.settle``: the ring over ``live`` gives it to this agent again; or its owner by name
+hands it on by its IP) they are queued again past the sieve, as the URLs of a host taken back
+from a machine gone are, and the skip set drops those stored meanwhile. *Why keep them, and not
+make the sieve forget the hosts given up:* the sieve holds 64-bit fingerprints of whole URLs, sorted,
+with no trace of their host, so forgetting a host means knowing its URLs, which is what is kept
+here anyway, and a rewrite of the whole store per rejoin. And *why not let every URL of a host that
+comes back past the sieve:* those come from several places (this agent's archive, the gone
+machine's, the links the other survivors reroute, long after), so a host would need a second
+sieve of its own for as long as the crawl runs; the URLs kept are only those queued at the
+rejoin, held in memory and in the checkpoint like those of a host handed to its IP's machine.
+
 *Why re-derive, and not keep every discovered URL in a JetStream stream by host bucket for a new
 owner to replay:* that would put every link of the crawl through the broker and keep it for the
 crawl's life, where the exchange carries only the links that cross machines; the WARC files are
