@@ -65,6 +65,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,8 +75,10 @@ from engine.checkpointer import Checkpointer
 from engine.crew import Crew
 from engine.ownership import GlobalRing
 from engine.parse import LinkRules
+from engine.robots import RobotsRules
 from engine.resume import Replayed, replay, replay_file
 from engine.routing import LinkRouter
+from frontier.frontier import Frontier
 from frontier.policy import Revisit
 from frontier.urls import fingerprint, host_of, split
 from frontier.visit_state import Phase
@@ -112,10 +115,11 @@ def stored_in(folder: Path, rules: LinkRules, max_body_bytes: int) -> Iterator[R
 
 def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], skip: set[int], seeds: Sequence[str],
               sources: Mapping[str, Path], own: tuple[Path, str], rules: LinkRules, max_body_bytes: int,
-              rejoined: bool = False) -> Takeover:
+              crawl_delay: Callable[[bytes], float | None], rejoined: bool = False) -> Takeover:
     """Route by the ring over ``live`` instead of ``before`` and take this agent's share of the hosts
     that moved to it, in the steps of the module's docstring: step 1 reads the archives of
-    ``sources`` (node → its output folder: the machines gone, or on a rejoin every other live one)."""
+    ``sources`` (node → its output folder: the machines gone, or on a rejoin every other live one)
+    and, with ``crawl_delay`` (a robots.txt body's), when each host may be fetched here first."""
     assert router.members is not None
     old = GlobalRing(router.members, before)
     router.route_by(live)
@@ -135,8 +139,14 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
                                          or authority in reclaimed)
         return answer
 
+    last: dict[str, float] = {}  # per host, the end of the last fetch the sources stored
+    robots: dict[str, tuple[float, bytes]] = {}  # per host, the latest robots.txt they stored
     for folder in sources.values():
         for page in stored_in(folder, rules, max_body_bytes):
+            authority = split(page.url)[0]
+            last[authority] = max(last.get(authority, 0.0), page.ended)
+            if page.robots_body and page.ended >= robots.get(authority, (0.0, b""))[0]:
+                robots[authority] = (page.ended, page.robots_body)
             if not page.robots:  # whatever its owner by name: a host may be handed to this agent later
                 skip.add(fingerprint(page.url))
                 report.skipped += 1
@@ -144,6 +154,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
             if mine:
                 report.rederived += len(mine)
                 frontier.discover(mine, page.url, None)
+    wait_out_crawl_delays(frontier, last, {a: body for a, (_, body) in robots.items()}, crawl_delay)
     # past the sieve, which let them through before: the skip set now holds those stored
     frontier.add_revisits(Revisit(url, 0.0) for url in settled.again)
     directory, prefix = own
@@ -158,6 +169,19 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     router.release_held()
     router.flush()
     return report
+
+
+def wait_out_crawl_delays(frontier: Frontier, last: Mapping[str, float], robots: Mapping[str, bytes],
+                          crawl_delay: Callable[[bytes], float | None]) -> None:
+    """No host is fetched here (its robots.txt first) before its Crawl-delay is over since another machine's
+    last fetch of it (``last``: epoch seconds; ``robots``: the robots.txt it fetched). The TTL (a machine
+    leaving) or the host delay (one rejoining) that separate them already may be shorter."""
+    wall, now = time.time(), time.monotonic()
+    first = frontier.distributor.first_fetch
+    for authority, body in robots.items():
+        due = last[authority] + (crawl_delay(body) or 0.0) - wall
+        if due > 0:
+            first[authority] = max(first.get(authority, 0.0), now + due)
 
 
 def hand_over(router: LinkRouter, keeps: Callable[[str], bool]) -> int:
@@ -204,9 +228,10 @@ class Takeovers:
         rejoined = bool(sources)
         if not rejoined and router.handed_away(live):  # links to the hosts it takes back are in every machine's archive
             sources = [n for n in live if n != c.node]
+        agent, most = config.engine.user_agent, config.politeness.max_crawl_delay
         report = take_over(router, before, live, self.skip, self.seeds, {n: root / n for n in [*gone, *sources]},
-                           (self.checkpointer.warc, self.checkpointer.prefix), self.rules,
-                           config.network.max_body_bytes, rejoined)
+                           (self.checkpointer.warc, self.checkpointer.prefix), self.rules, config.network.max_body_bytes,
+                           lambda body: RobotsRules.parse(body, agent, max_crawl_delay=most).crawl_delay, rejoined)
         self.done.append(report)
         print(f"crawl: agent {router.index} of {c.node}: took over its share of {', '.join(report.sources)}: "
               f"{report.skipped} pages stored there skipped, {report.rederived} links re-derived, "
