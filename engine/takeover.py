@@ -54,8 +54,14 @@ storage is the machines' output folders side by side; on several, a shared mount
 *Politeness*: a machine is gone when its entry expired, ``cluster.ttl`` after its last beat; it was
 killed, or it fenced itself (a supervisor that cannot beat for half the TTL stops its crawl), so
 the new owner's first fetch of one of its hosts comes at least the TTL after the old owner's last,
-and the TTL is above the host delay. Its fetches in flight were not stored, so they are fetched
-again: the only repeats. When a machine rejoins, the agents that lose hosts to it purge them
+and the TTL is above the host delay. A host whose robots.txt asks a longer Crawl-delay waits it out
+(:func:`wait_out_crawl_delays`): step 1 notes, per host, when the archives read last stored a fetch
+of it (its WARC-Date, the start, plus its metadata's ``fetchTimeMs``) and its robots.txt there, and the
+visit state this agent makes for it is not fetched (robots.txt first: its own rules set the delay
+from then on) before that end plus the Crawl-delay. Not covered: a fetch the old owner had in flight
+(not stored), a last fetch that was a robots.txt (no fetch time: its start is taken), and the hosts a
+rejoining machine takes back while it still has their visit states (only the host delay then).
+Its fetches in flight were not stored, so they are fetched again: the only repeats. When a machine rejoins, the agents that lose hosts to it purge them
 (:func:`hand_over`) while paused with no fetch in flight (``engine/machines.py``), before it
 reads their archives and starts.
 """
