@@ -164,7 +164,7 @@ def machines(view: Mapping[str, Entry], beats: Beats, now: float) -> list[dict[s
 
 async def read_entries(kv: KeyValue) -> dict[str, Entry]:
     """The live members' entries in the crawl's bucket, by node."""
-    from nats.js.errors import NoKeysError
+    from nats.js.errors import KeyNotFoundError, NoKeysError
 
     try:
         keys = await kv.keys()
@@ -172,7 +172,10 @@ async def read_entries(kv: KeyValue) -> dict[str, Entry]:
         return {}
     entries = {}
     for key in keys:
-        item = await kv.get(key)
+        try:
+            item = await kv.get(key)
+        except KeyNotFoundError:  # its TTL ran out since the keys were listed: that machine is gone
+            continue
         if item.value:
             entries[key] = Entry.decode(item.value)
     return entries

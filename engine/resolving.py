@@ -5,6 +5,9 @@ and ``network.allow_networks`` (``engine/addresses.py``); writes the frontier on
 ``resolved``/``resolve_failed``/``retry_resolve``/``refused``, which attach the host to the
 workbench entry of its IP, move it there, back it off or purge it. Never fetches.
 
+A host purged while its lookup ran (a machine rejoined and took it back) ends its
+resolution there: its answer is dropped.
+
 Every answer is checked against ``network.allow_networks``, not only the first: a host whose
 name now points somewhere forbidden is purged, as at its first resolution. Behind a proxy a
 name that does not resolve is fetched anyway (the proxy resolves it), and the name stands in
@@ -23,7 +26,7 @@ from engine.addresses import AddressPolicy
 from engine.crew import Crew
 from engine.dns import Answer, DnsFailed
 from frontier.urls import host_of
-from frontier.visit_state import VisitState
+from frontier.visit_state import Phase, VisitState
 
 
 class Resolver(Protocol):
@@ -60,6 +63,8 @@ class Resolvers:
             try:
                 ip, expires = await self.resolver.resolve(host, time.monotonic())
             except DnsFailed as e:
+                if frontier.purged_meanwhile(vs):
+                    return
                 if not self.proxied:
                     crew.stats.errors["dns"] += 1
                     backoff = frontier.resolve_failed(vs, permanent=e.permanent)
@@ -69,6 +74,8 @@ class Resolvers:
                     return
                 ip, expires = host, math.inf
             else:
+                if frontier.purged_meanwhile(vs):
+                    return
                 if not self.addresses.permits(ip):
                     crew.stats.refused_addresses += 1
                     frontier.refused(vs, "address")
@@ -83,7 +90,7 @@ class Resolvers:
 
     def _retry(self, vs: VisitState) -> None:
         self.pending -= 1
-        if not self.crew.stopping:
+        if not self.crew.stopping and vs.phase is not Phase.PURGED:
             self.crew.frontier.retry_resolve(vs)
             self.start(vs)
 

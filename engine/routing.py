@@ -28,7 +28,7 @@ from engine.ownership import GlobalRing, HashRing, Member
 from frontier.page import LinkContext
 from frontier.policy import CrawlPolicy, Revisit
 from frontier.urls import host_of, split
-from frontier.visit_state import VisitState
+from frontier.visit_state import Phase, VisitState
 
 EXCHANGE_PERIOD = 0.05  # seconds: a batch of links per receiver, while links flow
 HANDED = "handed "  # then the sender's ring and a space, ahead of the parent of links handed to their IP's machine
@@ -68,11 +68,15 @@ class LinkRouter:
     take the host as its own (``taken``). A decision per host, not a round trip per fetch; both maps
     are in the checkpoint. Handed links from a sender on another ring are held like the others: one
     that took over a machine gone hands its hosts on by their IPs, and the receiver, which has not
-    yet read that machine's archive, would fetch again the pages stored there.
+    yet read that machine's archive, would fetch again the pages stored there. Released, they are
+    taken if this agent's ring is now the sender's, else routed by name on its ring: a hand-off
+    made on a ring this agent has left (a machine rejoined meanwhile) is the host's owner's to
+    decide again, or two machines would crawl the host.
 
     A host this agent gives up when a machine rejoins (:meth:`give`, :meth:`settle`) is purged but its
     URLs are kept (``given``): its sieve will not let them through again, and they are queued again past
-    it if the host comes back (:meth:`_revive`: that machine left again; ``engine/takeover.py``)."""
+    it if the host comes back (:meth:`_revive`: that machine left again, or the host is handed back by
+    its IP; ``engine/takeover.py``)."""
 
     def __init__(self, crew: Crew, links: Path, index: int, agents: int,
                  members: list[Member] | None = None, node: str = "") -> None:
@@ -94,10 +98,6 @@ class LinkRouter:
         # those leaving the sieve later included; queued again, past the sieve, if the host comes back to
         # it (that machine leaves again: ``settle``; or hands it on by its IP: ``_take``)
         self.given: dict[str, list[str]] = {}
-        # those given up at the last ring change: a hand-off of one on this ring does not revive it, for it may
-        # be stale (sent by the rejoined machine before it took back what it had handed: from its spools or
-        # its replay at start), and the hosts given up wait for their owners, which crawl them
-        self.given_lately: set[str] = set()
         self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
         self.held_since = 0.0  # monotonic time the oldest held links came
         if members is not None:
@@ -188,7 +188,6 @@ class LinkRouter:
         frontier = self.crew.frontier
         retry = [vs.scheme_authority + vs.retry_path.decode()] if vs.retry_path is not None else []
         self.given[vs.scheme_authority] = [*retry, *frontier.distributor.hand_off(vs)]
-        self.given_lately.add(vs.scheme_authority)
         frontier.purge(vs, "handed_over")
 
     def _revive(self, authority: str) -> list[str]:
@@ -209,26 +208,36 @@ class LinkRouter:
         """``parent`` marked as handed by this agent, on its ring (no URL has a space)."""
         return f"{HANDED}{','.join(self.live)} {parent}"
 
-    def _take(self, marked: str, links: list[str], contexts: list[LinkContext] | None
-              ) -> tuple[str | None, list[str], list[LinkContext] | None]:
-        """Take as this agent's the hosts of ``links`` handed to it; the links to queue, with their parent."""
-        hosts = {split(url)[0] for url in links} - self.taken
-        self.taken |= hosts
-        again = [url for authority in hosts if authority in self.given and authority not in self.given_lately
-                 for url in self._revive(authority)]
+    def _handed_on(self, marked: str) -> tuple[bool, str | None]:
+        """Of a parent marked handed: whether the sender was on this agent's ring, and the parent
+        (``None``: the URL was queued before the hand-off)."""
+        ring, _, parent = marked[len(HANDED):].partition(" ")
+        return ring == ",".join(self.live), parent or None
+
+    def _take(self, links: list[str]) -> None:
+        """Take the hosts of ``links`` as handed to this agent. One it gave up earlier (its owner by
+        name rejoined, and has now handed it back by its IP) starts afresh: its purged visit state
+        would drop every URL, and its sieve those it let through before, queued again past it."""
+        distributor = self.crew.frontier.distributor
+        again = []
+        for authority in {split(url)[0] for url in links} - self.taken:
+            self.taken.add(authority)
+            if authority in self.given:
+                again += self._revive(authority)
+            else:
+                vs = distributor.host_to_visit_state.get(authority)
+                if vs is not None and vs.phase is Phase.PURGED:
+                    del distributor.host_to_visit_state[authority]
         self.crew.frontier.add_revisits(Revisit(url, 0.0) for url in again)
-        parent = marked[len(HANDED):].partition(" ")[2]
-        return parent or None, links, contexts  # None: queued before the hand-off
 
     def handed_state(self) -> dict[str, Any]:
         """What the checkpoint keeps of the hand-offs."""
         return {"handed": self.handed_to, "taken": sorted(self.taken), "handed_urls": self.handed_urls,
-                "given": self.given, "given_lately": sorted(self.given_lately)}
+                "given": self.given}
 
     def restore_handed(self, state: dict[str, Any]) -> None:
         self.handed_to.update(state.get("handed", {}))
         self.given.update(state.get("given", {}))
-        self.given_lately.update(state.get("given_lately", ()))
         self.crew.frontier.distributor.handed_off.update([*self.handed_to, *self.given])
         self.taken.update(state.get("taken", ()))
         self.handed_urls.update(state.get("handed_urls", {}))
@@ -247,24 +256,25 @@ class LinkRouter:
         """The hand-offs after the ring changed from ``before`` to the live machines (``route_by``), while no
         fetch is in flight or the machines concerned are gone. Hosts this agent no longer owns by name
         are no longer handed by it: given up (``given``). It takes back (and crawls itself: its skip set
-        holds their stored pages) the hosts it handed to a machine gone, or, when its own machine
-        ``rejoined``, all: the others took back those handed to it meanwhile, and it gives them up. Hosts
-        taken whose owner by name is a machine that rejoined are given up: it takes its own back. Hosts
-        given up that it owns again (their machine left again) are revived."""
+        holds their stored pages) the hosts it handed to a machine gone; a hand-off to a live machine
+        stands, also when its own machine ``rejoined`` (the ring is the one it handed them on). When its
+        own machine rejoined, it gives up the hosts handed to it: the others took them back meanwhile. A
+        host taken whose owner by name rejoined is given up unless its IP is still this agent's on the
+        ring (that owner would hand it right back). Hosts given up that it owns again (their machine
+        left again) are revived."""
         assert isinstance(self.ring, GlobalRing)
         distributor, agents = self.crew.frontier.distributor, self.ring.agents_list
-        self.given_lately = set()
         for authority in [a for a in self.handed_to if self._by_name(a) != self.index]:
             del self.handed_to[authority]  # still in the distributor's handed_off: its URLs leaving the sieve are kept
             self.given[authority] = self.handed_urls.pop(authority, [])
-            self.given_lately.add(authority)
         joined = set(self.live) - set(before)
         if rejoined:
             given_up, self.taken = self.taken, set()
         else:
-            given_up = {a for a in self.taken if agents[self.ring.owner(host_of(a))][0] in joined}
+            given_up = {a for a in self.taken if agents[self.ring.owner(host_of(a))][0] in joined
+                        and not self._ip_mine(distributor.ip_of(a))}
             self.taken -= given_up
-        back = [a for a, to in self.handed_to.items() if rejoined or agents[to][0] not in self.live]
+        back = [a for a, to in self.handed_to.items() if agents[to][0] not in self.live]
         urls = []
         for authority in back:
             del self.handed_to[authority]
@@ -276,6 +286,10 @@ class LinkRouter:
         for authority in revived:
             urls += self._revive(authority)
         return Settled(back, urls, given_up, revived)
+
+    def _ip_mine(self, ip: str | None) -> bool:
+        """Whether ``ip`` (None: not resolved here) hashes to this agent on the ring."""
+        return ip is not None and self._routes[self.ring.owner(ip)] == self.index
 
     def route_by(self, live: Sequence[str]) -> None:
         """Route by the ring over the ``live`` machines from now on."""
@@ -292,11 +306,16 @@ class LinkRouter:
         """Route again the links held back for hosts this agent did not own when they came."""
         held, self.held = self.held, []
         for parent, links, contexts in held:
+            page: str | None = parent
             if parent.startswith(HANDED):
-                page, links, contexts = self._take(parent, links, contexts)
-                self.crew.frontier.discover(links, page, contexts)
-            else:
-                self.discover(links, parent, contexts)
+                same_ring, page = self._handed_on(parent)
+                if same_ring:
+                    self._take(links)
+                    self.crew.frontier.discover(links, page, contexts)
+                    continue
+                # handed on another ring: the owner by name on this agent's ring decides again
+                page = page or ""  # routed, as a page's links are ("": no parent)
+            self.discover(links, page, contexts)
 
     def mine(self, urls: Sequence[str]) -> list[str]:
         """The URLs this agent owns."""
@@ -316,7 +335,7 @@ class LinkRouter:
             links, contexts = self._send_theirs(links, parent, contexts)
             if self._bell is not None and self.pending:
                 self._bell.poke()  # a sleeping exchange has a batch to write
-        if links and frontier.discover(links, parent, contexts):
+        if links and frontier.discover(links, parent or None, contexts):
             self.crew.distributor_alarm.fire()
 
     def _send_theirs(
@@ -378,7 +397,7 @@ class LinkRouter:
                     if self.members is not None:
                         parent, links, contexts = self._hold_theirs(from_page, links, contexts)
                     if links:
-                        received |= bool(crew.frontier.discover(links, parent, contexts))
+                        received |= bool(crew.frontier.discover(links, parent or None, contexts))
                 if self.mail_out is not None and self.mail_in is not None:
                     received |= self._mail(time.monotonic())
                 if received:
@@ -398,8 +417,10 @@ class LinkRouter:
         (from a sender already on a newer ring) held."""
         me = self.index
         if parent.startswith(HANDED):  # the owner by name hands these hosts to this agent
-            if parent[len(HANDED):].partition(" ")[0] == ",".join(self.live):
-                return self._take(parent, links, contexts)
+            same_ring, page = self._handed_on(parent)
+            if same_ring:
+                self._take(links)
+                return page, links, contexts
             self._hold(parent, links, contexts)  # the sender's takeover may be ahead of this agent's
             return None, [], None
         if self.handed_to:

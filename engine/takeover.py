@@ -222,10 +222,8 @@ class Takeovers:
         if not gone and not sources:
             router.route_by(live)
             router.settle(before, False)  # given up: no longer taken, so purged below
-            handed = hand_over(router, lambda authority: router.owner(authority) == router.index)
-            # after the purge: a hand-off held from the machine rejoining (sent from its state before it left,
-            # on the same ring as this one's now) must not keep a host that machine takes back
             router.release_held()
+            handed = hand_over(router, lambda authority: router.owner(authority) == router.index)
             if handed:
                 self.done.append(Takeover([], handed_over=handed))
             return

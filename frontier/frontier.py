@@ -387,6 +387,14 @@ class Frontier:
             return None
         return 60.0 * (1 << (vs.retries - 1))
 
+    def purged_meanwhile(self, vs: VisitState) -> bool:
+        """Whether ``vs`` was purged while its address was asked for (another machine took its host
+        meanwhile); then its resolution is over, and the answer is not to be used."""
+        if vs.phase is not Phase.PURGED:
+            return False
+        self.resolving -= 1
+        return True
+
     def retry_resolve(self, vs: VisitState) -> None:
         """The engine is resolving ``vs`` again after a back-off."""
         vs.transition("resolve")

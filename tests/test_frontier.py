@@ -241,6 +241,20 @@ def test_hand_out_sends_an_expired_address_to_be_resolved_again(tmp_path: Path) 
     f.close()
 
 
+def test_a_host_purged_while_its_address_is_asked_for_ends_its_resolution(tmp_path: Path) -> None:
+    """A machine that rejoins takes back hosts the others may be resolving: the late answer is dropped."""
+    harness = FrontierHarness(tmp_path)
+    f = harness.frontier
+    f.discover([url(1, 1), url(1, 2)])
+    f.flush()
+    (vs,) = f.distribute(0.0)
+    assert f.statistics().resolving == 1 and not f.purged_meanwhile(vs)
+    f.purge(vs, "handed_over")
+    assert f.purged_meanwhile(vs)  # the answer comes: not attached (a purged host cannot be)
+    assert vs.phase is Phase.PURGED and f.statistics().resolving == 0 and f.idle()
+    f.close()
+
+
 def test_the_distributor_deadline(tmp_path: Path) -> None:
     harness = FrontierHarness(tmp_path, sieve_flush_interval=0.5, policy=Recrawl(None, None))
     f = harness.frontier
