@@ -38,7 +38,7 @@ HANDED = "handed "  # then the sender's ring and a space, ahead of the parent of
 class Settled:
     """What :meth:`LinkRouter.settle` changed."""
 
-    back: list[str]  # hosts this agent had handed to a machine gone (or, rejoining, to any): its own again
+    back: list[str]  # hosts this agent had handed to a machine gone: its own again
     again: list[str]  # URLs of the hosts back or revived that its sieve had let through: to queue past it
     given_up: set[str]  # hosts it had taken that their owner by name takes back (it rejoined): to purge
     revived: list[str]  # hosts it had given up that it owns again: their machine left again

@@ -61,9 +61,9 @@ visit state this agent makes for it is not fetched (robots.txt first: its own ru
 from then on) before that end plus the Crawl-delay. Not covered: a fetch the old owner had in flight
 (not stored), a last fetch that was a robots.txt (no fetch time: its start is taken), and the hosts a
 rejoining machine takes back while it still has their visit states (only the host delay then).
-Its fetches in flight were not stored, so they are fetched again: the only repeats. When a machine rejoins, the agents that lose hosts to it purge them
-(:func:`hand_over`) while paused with no fetch in flight (``engine/machines.py``), before it
-reads their archives and starts.
+The gone machine's fetches in flight were not stored, so they are fetched again: the only repeats.
+When a machine rejoins, the agents that lose hosts to it purge them (:func:`hand_over`) while
+paused with no fetch in flight (``engine/machines.py``), before it reads their archives and starts.
 """
 
 from __future__ import annotations
