@@ -28,6 +28,7 @@ import mmap
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -56,6 +57,8 @@ class Replayed:
     url: str
     robots: bool
     links: list[str]  # redirect target or outlinks, to discover again
+    ended: float = 0.0  # epoch seconds the fetch ended: its WARC-Date (the start) plus its metadata's fetchTimeMs
+    robots_body: bytes = b""  # the payload of a robots.txt answered 2xx (a machine taking the host reads its Crawl-delay)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +68,12 @@ class _Stored:
     url: str
     record_id: str
     body_links: Callable[[], list[str]]  # the links its body gives, if no metadata record follows
+    started: float  # WARC-Date, epoch seconds
+    robots_body: bytes
 
-    def replayed(self, links: list[str]) -> Replayed:
-        return Replayed(self.url, self.url.endswith("/robots.txt"), links)
+    def replayed(self, links: list[str], fetch_ms: str | None = None) -> Replayed:
+        ended = self.started + (int(fetch_ms) + 1) / 1000 if fetch_ms else self.started  # ms rounded: at most 1 later
+        return Replayed(self.url, self.url.endswith("/robots.txt"), links, ended, self.robots_body)
 
 
 def replay(
@@ -98,16 +104,30 @@ def replay_file(f: BinaryIO, *, rules: LinkRules, max_body_bytes: int) -> Iterat
     for record in ArchiveIterator(f):
         kind, headers = record.rec_type, record.rec_headers
         if kind == "metadata" and stored is not None and headers.get_header("WARC-Concurrent-To") == stored.record_id:
-            yield stored.replayed(links_of(metadata_fields(record.content_stream().read())))
+            fields = metadata_fields(record.content_stream().read())
+            yield stored.replayed(links_of(fields), next((v for n, v in fields if n == "fetchTimeMs"), None))
             stored = None
         elif kind in ("response", "revisit"):
             if stored is not None:
                 yield stored.replayed(stored.body_links())
             url = headers.get_header("WARC-Target-URI")
-            links = _body_links(record, url, rules, max_body_bytes)
-            stored = _Stored(url, headers.get_header("WARC-Record-ID"), links) if url else None
+            if url:
+                robots = _robots_body(record, max_body_bytes) if url.endswith("/robots.txt") else b""
+                links = _body_links(record, url, rules, max_body_bytes)
+                started = datetime.fromisoformat(headers.get_header("WARC-Date")).timestamp()
+                stored = _Stored(url, headers.get_header("WARC-Record-ID"), links, started, robots)
+            else:
+                stored = None
     if stored is not None:
         yield stored.replayed(stored.body_links())
+
+
+def _robots_body(record: Any, limit: int) -> bytes:
+    """The payload of a robots.txt response answered 2xx, else b"" (``record``: as for :func:`_body_links`)."""
+    http = record.http_headers
+    if record.rec_type != "response" or http is None or not 200 <= int(http.get_statuscode() or 0) < 300:
+        return b""
+    return decode_body(record.raw_stream.read(), http.get_header("content-encoding"), limit)
 
 
 def _body_links(record: Any, url: str, rules: LinkRules, limit: int) -> Callable[[], list[str]]:

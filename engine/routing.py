@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,22 @@ from engine.doorbell import Doorbell, bell_path
 from engine.link_exchange import BRIDGE, Inbox, Outbox, Position, peers
 from engine.ownership import GlobalRing, HashRing, Member
 from frontier.page import LinkContext
-from frontier.policy import CrawlPolicy
+from frontier.policy import CrawlPolicy, Revisit
 from frontier.urls import host_of, split
 from frontier.visit_state import Phase, VisitState
 
 EXCHANGE_PERIOD = 0.05  # seconds: a batch of links per receiver, while links flow
 HANDED = "handed "  # then the sender's ring and a space, ahead of the parent of links handed to their IP's machine
+
+
+@dataclass
+class Settled:
+    """What :meth:`LinkRouter.settle` changed."""
+
+    back: list[str]  # hosts this agent had handed to a machine gone: its own again
+    again: list[str]  # URLs of the hosts back or revived that its sieve had let through: to queue past it
+    given_up: set[str]  # hosts it had taken that their owner by name takes back (it rejoined): to purge
+    revived: list[str]  # hosts it had given up that it owns again: their machine left again
 
 
 class LinkRouter:
@@ -60,7 +71,12 @@ class LinkRouter:
     yet read that machine's archive, would fetch again the pages stored there. Released, they are
     taken if this agent's ring is now the sender's, else routed by name on its ring: a hand-off
     made on a ring this agent has left (a machine rejoined meanwhile) is the host's owner's to
-    decide again, or two machines would crawl the host."""
+    decide again, or two machines would crawl the host.
+
+    A host this agent gives up when a machine rejoins (:meth:`give`, :meth:`settle`) is purged but its
+    URLs are kept (``given``): its sieve will not let them through again, and they are queued again past
+    it if the host comes back (:meth:`_revive`: that machine left again, or the host is handed back by
+    its IP; ``engine/takeover.py``)."""
 
     def __init__(self, crew: Crew, links: Path, index: int, agents: int,
                  members: list[Member] | None = None, node: str = "") -> None:
@@ -77,6 +93,11 @@ class LinkRouter:
         # per handed host, the URLs this agent's sieve let through before it was handed: offered again,
         # past the sieve, if it takes the host back (``settle``)
         self.handed_urls: dict[str, list[str]] = {}
+        # hosts this agent gave up while its sieve remembers their URLs (a machine rejoined and owns them
+        # now, by name or as their IP's): per host, the URLs its sieve let through that it did not fetch,
+        # those leaving the sieve later included; queued again, past the sieve, if the host comes back to
+        # it (that machine leaves again: ``settle``; or hands it on by its IP: ``_take``)
+        self.given: dict[str, list[str]] = {}
         self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
         self.held_since = 0.0  # monotonic time the oldest held links came
         if members is not None:
@@ -147,13 +168,35 @@ class LinkRouter:
         return True
 
     def forward_handed(self) -> None:
-        """Send on the URLs of handed hosts that reached this agent's workbench meanwhile."""
+        """Send on the URLs of handed hosts that left the sieve meanwhile; keep those of hosts given up."""
         distributor = self.crew.frontier.distributor
         if distributor.forward:
             urls, distributor.forward = distributor.forward, []
+            sent = []
             for url in urls:
-                self.handed_urls.setdefault(split(url)[0], []).append(url)
-            self._forward(urls)
+                authority = split(url)[0]
+                if authority in self.handed_to:
+                    self.handed_urls.setdefault(authority, []).append(url)
+                    sent.append(url)
+                else:
+                    self.given.setdefault(authority, []).append(url)
+            self._forward(sent)
+
+    def give(self, vs: VisitState) -> None:
+        """Purge the host of ``vs``, which another machine's agent owns now, keeping the URLs it had queued
+        (and those that leave the sieve later) in case it comes back: the sieve will not let them through again."""
+        frontier = self.crew.frontier
+        retry = [vs.scheme_authority + vs.retry_path.decode()] if vs.retry_path is not None else []
+        self.given[vs.scheme_authority] = [*retry, *frontier.distributor.hand_off(vs)]
+        frontier.purge(vs, "handed_over")
+
+    def _revive(self, authority: str) -> list[str]:
+        """A host given up comes back to this agent: a URL of it makes a new visit state; the URLs to queue
+        again past the sieve (the skip set drops those stored meanwhile)."""
+        distributor = self.crew.frontier.distributor
+        distributor.handed_off.discard(authority)
+        distributor.host_to_visit_state.pop(authority, None)  # purged
+        return self.given.pop(authority)
 
     def _forward(self, urls: list[str]) -> None:
         if urls:
@@ -174,47 +217,56 @@ class LinkRouter:
     def _take(self, links: list[str]) -> None:
         """Take the hosts of ``links`` as handed to this agent. One it gave up earlier (its owner by
         name rejoined, and has now handed it back by its IP) starts afresh: its purged visit state
-        would drop every URL."""
+        would drop every URL, and its sieve those it let through before, queued again past it."""
         distributor = self.crew.frontier.distributor
+        again = []
         for authority in {split(url)[0] for url in links} - self.taken:
             self.taken.add(authority)
-            vs = distributor.host_to_visit_state.get(authority)
-            if vs is not None and vs.phase is Phase.PURGED:
-                del distributor.host_to_visit_state[authority]
+            if authority in self.given:
+                again += self._revive(authority)
+            else:
+                vs = distributor.host_to_visit_state.get(authority)
+                if vs is not None and vs.phase is Phase.PURGED:
+                    del distributor.host_to_visit_state[authority]
+        self.crew.frontier.add_revisits(Revisit(url, 0.0) for url in again)
 
     def handed_state(self) -> dict[str, Any]:
         """What the checkpoint keeps of the hand-offs."""
-        return {"handed": self.handed_to, "taken": sorted(self.taken), "handed_urls": self.handed_urls}
+        return {"handed": self.handed_to, "taken": sorted(self.taken), "handed_urls": self.handed_urls,
+                "given": self.given}
 
     def restore_handed(self, state: dict[str, Any]) -> None:
         self.handed_to.update(state.get("handed", {}))
-        self.crew.frontier.distributor.handed_off.update(self.handed_to)
+        self.given.update(state.get("given", {}))
+        self.crew.frontier.distributor.handed_off.update([*self.handed_to, *self.given])
         self.taken.update(state.get("taken", ()))
         self.handed_urls.update(state.get("handed_urls", {}))
 
     def handed_away(self, live: Sequence[str]) -> bool:
-        """Whether this agent handed a host to a machine not among ``live``."""
+        """Whether this agent handed a host to a machine not among ``live``, or gave up one that comes
+        back to it on the ring over ``live`` (other live machines may have crawled either meanwhile)."""
         assert self.members is not None
         agents = GlobalRing(self.members).agents_list
-        return any(agents[to][0] not in live for to in self.handed_to.values())
+        ring = GlobalRing(self.members, live)
+        me = ring.agents_list.index((self.node, self.index))
+        return (any(agents[to][0] not in live for to in self.handed_to.values())
+                or any(ring.owner(host_of(authority)) == me for authority in self.given))
 
-    def settle(self, before: Sequence[str], rejoined: bool) -> tuple[list[str], list[str], set[str]]:
+    def settle(self, before: Sequence[str], rejoined: bool) -> Settled:
         """The hand-offs after the ring changed from ``before`` to the live machines (``route_by``), while no
         fetch is in flight or the machines concerned are gone. Hosts this agent no longer owns by name
-        are no longer handed by it. It takes back (and crawls itself: its skip set holds their stored
-        pages) the hosts it handed to a machine gone; a hand-off to a live machine stands, also when its
-        own machine ``rejoined`` (the ring is the one it handed them on). When its own machine rejoined,
-        it gives up the hosts handed to it: the others took them back meanwhile. A host taken whose
-        owner by name rejoined is given up unless its IP is still this agent's on the ring (that owner
-        would hand it right back, and a purge here would lose its queued URLs). Returns (hosts taken
-        back, the URLs of theirs this agent's sieve had let through, to queue again past it; hosts
-        given up, to purge)."""
+        are no longer handed by it: given up (``given``). It takes back (and crawls itself: its skip set
+        holds their stored pages) the hosts it handed to a machine gone; a hand-off to a live machine
+        stands, also when its own machine ``rejoined`` (the ring is the one it handed them on). When its
+        own machine rejoined, it gives up the hosts handed to it: the others took them back meanwhile. A
+        host taken whose owner by name rejoined is given up unless its IP is still this agent's on the
+        ring (that owner would hand it right back). Hosts given up that it owns again (their machine
+        left again) are revived."""
         assert isinstance(self.ring, GlobalRing)
         distributor, agents = self.crew.frontier.distributor, self.ring.agents_list
         for authority in [a for a in self.handed_to if self._by_name(a) != self.index]:
-            del self.handed_to[authority]
-            distributor.handed_off.discard(authority)
-            self.handed_urls.pop(authority, None)
+            del self.handed_to[authority]  # still in the distributor's handed_off: its URLs leaving the sieve are kept
+            self.given[authority] = self.handed_urls.pop(authority, [])
         joined = set(self.live) - set(before)
         if rejoined:
             given_up, self.taken = self.taken, set()
@@ -230,7 +282,10 @@ class LinkRouter:
             distributor.host_to_visit_state.pop(authority, None)  # purged: a URL of it makes a new one
             self.taken.add(authority)
             urls += self.handed_urls.pop(authority, [])
-        return back, urls, given_up
+        revived = [a for a in self.given if a not in given_up and self.owner(a) == self.index]
+        for authority in revived:
+            urls += self._revive(authority)
+        return Settled(back, urls, given_up, revived)
 
     def _ip_mine(self, ip: str | None) -> bool:
         """Whether ``ip`` (None: not resolved here) hashes to this agent on the ring."""

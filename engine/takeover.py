@@ -26,6 +26,23 @@ listing the links as they were discovered. So an agent taking hosts over (:func:
 
 The agent checkpoints right after, so the skip set and what reached its sieve survive a crash.
 
+*A second departure* (a machine that rejoined leaves again): the survivors' sieves remember the
+URLs of its hosts from the first takeover, so step 1 and the links rerouted to them offer those
+URLs in vain. What such a sieve let through was fetched (stored: nothing to do), or was still
+queued, or left the sieve later, when the rejoin took the host from this agent; so the agent keeps
+exactly those: :func:`hand_over` does not drop a host's queued URLs but keeps them
+(``LinkRouter.give``, with those that leave the sieve later), and when the host comes back
+(``LinkRouter.settle``: the ring over ``live`` gives it to this agent again; or its owner by name
+hands it on by its IP) they are queued again past the sieve, as the URLs of a host taken back
+from a machine gone are, and the skip set drops those stored meanwhile. *Why keep them, and not
+make the sieve forget the hosts given up:* the sieve holds 64-bit fingerprints of whole URLs, sorted,
+with no trace of their host, so forgetting a host means knowing its URLs, which is what is kept
+here anyway, and a rewrite of the whole store per rejoin. And *why not let every URL of a host that
+comes back past the sieve:* those come from several places (this agent's archive, the gone
+machine's, the links the other survivors reroute, long after), so a host would need a second
+sieve of its own for as long as the crawl runs; the URLs kept are only those queued at the
+rejoin, held in memory and in the checkpoint like those of a host handed to its IP's machine.
+
 *Why re-derive, and not keep every discovered URL in a JetStream stream by host bucket for a new
 owner to replay:* that would put every link of the crawl through the broker and keep it for the
 crawl's life, where the exchange carries only the links that cross machines; the WARC files are
@@ -37,10 +54,16 @@ storage is the machines' output folders side by side; on several, a shared mount
 *Politeness*: a machine is gone when its entry expired, ``cluster.ttl`` after its last beat; it was
 killed, or it fenced itself (a supervisor that cannot beat for half the TTL stops its crawl), so
 the new owner's first fetch of one of its hosts comes at least the TTL after the old owner's last,
-and the TTL is above the host delay. Its fetches in flight were not stored, so they are fetched
-again: the only repeats. When a machine rejoins, the agents that lose hosts to it purge them
-(:func:`hand_over`) while paused with no fetch in flight (``engine/machines.py``), before it
-reads their archives and starts.
+and the TTL is above the host delay. A host whose robots.txt asks a longer Crawl-delay waits it out
+(:func:`wait_out_crawl_delays`): step 1 notes, per host, when the archives read last stored a fetch
+of it (its WARC-Date, the start, plus its metadata's ``fetchTimeMs``) and its robots.txt there, and the
+visit state this agent makes for it is not fetched (robots.txt first: its own rules set the delay
+from then on) before that end plus the Crawl-delay. Not covered: a fetch the old owner had in flight
+(not stored), a last fetch that was a robots.txt (no fetch time: its start is taken), and the hosts a
+rejoining machine takes back while it still has their visit states (only the host delay then).
+The gone machine's fetches in flight were not stored, so they are fetched again: the only repeats.
+When a machine rejoins, the agents that lose hosts to it purge them (:func:`hand_over`) while
+paused with no fetch in flight (``engine/machines.py``), before it reads their archives and starts.
 """
 
 from __future__ import annotations
@@ -48,6 +71,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +81,7 @@ from engine.checkpointer import Checkpointer
 from engine.crew import Crew
 from engine.ownership import GlobalRing
 from engine.parse import LinkRules
+from engine.robots import RobotsRules
 from engine.resume import Replayed, replay, replay_file
 from engine.routing import LinkRouter
 from frontier.frontier import Frontier
@@ -76,6 +101,7 @@ class Takeover:
     rederived: int = 0  # links of the machines gone's pages that this agent now owns, offered to its sieve
     rerouted: int = 0  # links of this agent's own pages to a host that moved, routed again
     reclaimed: int = 0  # hosts it had handed to their IP's machine, which left: its own again
+    revived: int = 0  # hosts it had given up to a machine that rejoined, which left again: its own again
     seeds: int = 0
 
 
@@ -95,17 +121,20 @@ def stored_in(folder: Path, rules: LinkRules, max_body_bytes: int) -> Iterator[R
 
 def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], skip: set[int], seeds: Sequence[str],
               sources: Mapping[str, Path], own: tuple[Path, str], rules: LinkRules, max_body_bytes: int,
-              rejoined: bool = False) -> Takeover:
+              crawl_delay: Callable[[bytes], float | None], rejoined: bool = False) -> Takeover:
     """Route by the ring over ``live`` instead of ``before`` and take this agent's share of the hosts
     that moved to it, in the steps of the module's docstring: step 1 reads the archives of
-    ``sources`` (node → its output folder: the machines gone, or on a rejoin every other live one)."""
+    ``sources`` (node → its output folder: the machines gone, or on a rejoin every other live one)
+    and, with ``crawl_delay`` (a robots.txt body's), when each host may be fetched here first."""
     assert router.members is not None
     old = GlobalRing(router.members, before)
     router.route_by(live)
-    back, again, given_up = router.settle(before, rejoined)
+    settled = router.settle(before, rejoined)
     frontier = router.crew.frontier
-    report = Takeover(sorted(sources), reclaimed=len(back), handed_over=hand_over(frontier, lambda a: a not in given_up))
-    reclaimed = set(back)  # the links to them this agent had forwarded before its sieve are in its archive
+    given_up = settled.given_up
+    report = Takeover(sorted(sources), reclaimed=len(settled.back), revived=len(settled.revived),
+                      handed_over=hand_over(router, lambda a: a not in given_up))
+    reclaimed = set(settled.back)  # the links to them this agent had forwarded before its sieve are in its archive
     moved: dict[str, bool] = {}
 
     def has_moved(url: str) -> bool:
@@ -116,8 +145,14 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
                                          or authority in reclaimed)
         return answer
 
+    last: dict[str, float] = {}  # per host, the end of the last fetch the sources stored
+    robots: dict[str, tuple[float, bytes]] = {}  # per host, the latest robots.txt they stored
     for folder in sources.values():
         for page in stored_in(folder, rules, max_body_bytes):
+            authority = split(page.url)[0]
+            last[authority] = max(last.get(authority, 0.0), page.ended)
+            if page.robots_body and page.ended >= robots.get(authority, (0.0, b""))[0]:
+                robots[authority] = (page.ended, page.robots_body)
             if not page.robots:  # whatever its owner by name: a host may be handed to this agent later
                 skip.add(fingerprint(page.url))
                 report.skipped += 1
@@ -125,10 +160,11 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
             if mine:
                 report.rederived += len(mine)
                 frontier.discover(mine, page.url, None)
+    wait_out_crawl_delays(frontier, last, {a: body for a, (_, body) in robots.items()}, crawl_delay)
     # past the sieve, which let them through before: the skip set now holds those stored
-    frontier.add_revisits(Revisit(url, 0.0) for url in again)
+    frontier.add_revisits(Revisit(url, 0.0) for url in settled.again)
     directory, prefix = own
-    for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes) if set(before) - set(live) or back else ():
+    for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes) if set(before) - set(live) or reclaimed else ():
         links = [link for link in page.links if has_moved(link)]
         if links:
             report.rerouted += len(links)
@@ -141,13 +177,26 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     return report
 
 
-def hand_over(frontier: Frontier, keeps: Callable[[str], bool]) -> int:
-    """Purge every host whose scheme and authority ``keeps`` refuses (another agent owns it now): its
-    queued URLs are dropped, and so are its later ones; returns how many hosts."""
-    lost = [vs for authority, vs in frontier.distributor.host_to_visit_state.items()
+def wait_out_crawl_delays(frontier: Frontier, last: Mapping[str, float], robots: Mapping[str, bytes],
+                          crawl_delay: Callable[[bytes], float | None]) -> None:
+    """No host is fetched here (its robots.txt first) before its Crawl-delay is over since another machine's
+    last fetch of it (``last``: epoch seconds; ``robots``: the robots.txt it fetched). The TTL (a machine
+    leaving) or the host delay (one rejoining) that separate them already may be shorter."""
+    wall, now = time.time(), time.monotonic()
+    first = frontier.distributor.first_fetch
+    for authority, body in robots.items():
+        due = last[authority] + (crawl_delay(body) or 0.0) - wall
+        if due > 0:
+            first[authority] = max(first.get(authority, 0.0), now + due)
+
+
+def hand_over(router: LinkRouter, keeps: Callable[[str], bool]) -> int:
+    """Purge every host whose scheme and authority ``keeps`` refuses (another agent owns it now): it crawls
+    none of its URLs, queued or later, but keeps them (``LinkRouter.give``); returns how many hosts."""
+    lost = [vs for authority, vs in router.crew.frontier.distributor.host_to_visit_state.items()
             if vs.phase is not Phase.PURGED and not keeps(authority)]
     for vs in lost:
-        frontier.purge(vs, "handed_over")
+        router.give(vs)
     return len(lost)
 
 
@@ -174,7 +223,7 @@ class Takeovers:
             router.route_by(live)
             router.settle(before, False)  # given up: no longer taken, so purged below
             router.release_held()
-            handed = hand_over(crew.frontier, lambda authority: router.owner(authority) == router.index)
+            handed = hand_over(router, lambda authority: router.owner(authority) == router.index)
             if handed:
                 self.done.append(Takeover([], handed_over=handed))
             return
@@ -183,9 +232,10 @@ class Takeovers:
         rejoined = bool(sources)
         if not rejoined and router.handed_away(live):  # links to the hosts it takes back are in every machine's archive
             sources = [n for n in live if n != c.node]
+        agent, most = config.engine.user_agent, config.politeness.max_crawl_delay
         report = take_over(router, before, live, self.skip, self.seeds, {n: root / n for n in [*gone, *sources]},
-                           (self.checkpointer.warc, self.checkpointer.prefix), self.rules,
-                           config.network.max_body_bytes, rejoined)
+                           (self.checkpointer.warc, self.checkpointer.prefix), self.rules, config.network.max_body_bytes,
+                           lambda body: RobotsRules.parse(body, agent, max_crawl_delay=most).crawl_delay, rejoined)
         self.done.append(report)
         print(f"crawl: agent {router.index} of {c.node}: took over its share of {', '.join(report.sources)}: "
               f"{report.skipped} pages stored there skipped, {report.rederived} links re-derived, "

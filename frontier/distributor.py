@@ -108,6 +108,9 @@ class Distributor:
         self.refill: deque[VisitState] = deque()
         self._next_id = 0
         self.not_before = 0.0  # no new host is fetched before this (a resumed crawl's may have been just fetched)
+        # per host another machine fetched last, the earliest its first fetch here may start: that machine's
+        # last fetch of it plus its Crawl-delay (issue 17, ``engine/takeover.py``)
+        self.first_fetch: dict[str, float] = {}
         self.from_sieve = self.to_disk = self.from_disk = 0
         self.dropped_host_limit = 0
         self.dropped_purged = 0
@@ -312,7 +315,7 @@ class Distributor:
     def _new(self, scheme_authority: str) -> VisitState:
         self._next_id += 1
         vs = VisitState(self._next_id, scheme_authority, self.host_delay, ranked=self.ranked)
-        vs.next_fetch = self.not_before
+        vs.next_fetch = max(self.not_before, self.first_fetch.pop(scheme_authority, 0.0))
         vs.transition("resolve")
         self.host_to_visit_state[scheme_authority] = vs
         return vs
