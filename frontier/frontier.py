@@ -9,7 +9,7 @@ methods and nothing else (it reads visit states, it never writes them):
   engine's own filters dropped);
 * sieve → workbench: ``distribute`` (returns hosts to resolve), ``wants_flush``/``flush``/
   ``flush_sieve`` (a forced sieve flush), ``distributor_deadline`` (when to look again);
-* DNS: ``resolved``, ``resolve_failed``/``retry_resolve``, ``refused``, ``readdress``;
+* DNS: ``resolved``, ``resolve_failed``/``retry_resolve``, ``refused``, ``readdress``, ``purged_meanwhile``;
 * the fetch token: ``acquire``, ``hand_out``, ``next_deadline``, ``rank`` and ``site_of``
   (ranked mode: which host goes next), ``next_url``, ``release``, ``set_delays`` (live politeness);
 * robots.txt: ``robots_url``, ``robots_redirected``, ``robots_failed``, ``robots_fetched``;
@@ -44,7 +44,7 @@ from frontier import snapshot
 from frontier.distributor import Distributor
 from frontier.page import FetchedPage, LinkContext
 from frontier.policies.breadth_first import BreadthFirst
-from frontier.policy import MAX_LANE, CrawlPolicy, Revisit
+from frontier.policy import MAX_LANE, CheckpointMismatch, CrawlPolicy, Revisit, policy_name
 from frontier.quality import DEPRIORITIZED_DELAY, PageText, QualityFilter, Verdict
 from frontier.revisits import BUCKET_SECONDS, RevisitSchedule
 from frontier.scope import Scope
@@ -59,15 +59,6 @@ from frontier.visit_state import Phase, Rules, VisitState
 from frontier.workbench import Workbench
 
 _fingerprint = xxhash.xxh3_64_intdigest
-
-
-class CheckpointMismatch(ValueError):
-    """The checkpoint was taken with another crawl policy: its queues and state are that policy's."""
-
-
-def policy_name(policy: CrawlPolicy) -> str:
-    """The name a checkpoint records for ``policy`` (its class's, for one that never registered)."""
-    return getattr(policy, "name", type(policy).__qualname__)
 
 
 class Frontier:
@@ -388,12 +379,11 @@ class Frontier:
         return 60.0 * (1 << (vs.retries - 1))
 
     def purged_meanwhile(self, vs: VisitState) -> bool:
-        """Whether ``vs`` was purged while its address was asked for (another machine took its host
-        meanwhile); then its resolution is over, and the answer is not to be used."""
-        if vs.phase is not Phase.PURGED:
-            return False
-        self.resolving -= 1
-        return True
+        """Whether ``vs`` was purged while its address was asked for (another machine took its host):
+        then its resolution is over, and the answer is not to be used."""
+        purged = vs.phase is Phase.PURGED
+        self.resolving -= purged
+        return purged
 
     def retry_resolve(self, vs: VisitState) -> None:
         """The engine is resolving ``vs`` again after a back-off."""

@@ -133,6 +133,15 @@ class NoOptions:
     """The options of a policy that has none."""
 
 
+class CheckpointMismatch(ValueError):
+    """The checkpoint was taken with another crawl policy: its queues and state are that policy's."""
+
+
+def policy_name(policy: CrawlPolicy) -> str:
+    """The name a checkpoint records for ``policy`` (its class's, for one that never registered)."""
+    return getattr(policy, "name", type(policy).__qualname__)
+
+
 class CrawlPolicy:
     """A crawl strategy; every hook defaults to doing nothing. See the module docstring."""
 

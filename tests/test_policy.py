@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from frontier import policy as seam
-from frontier.frontier import CheckpointMismatch, Frontier
+from frontier.frontier import Frontier
 from frontier.page import FetchedPage, LinkContext
 from frontier.policies.breadth_first import BreadthFirst
 from frontier.policies.shallow_first import ShallowFirst, depth
-from frontier.policy import CrawlPolicy, PolicyError, Revisit, build, check, known
+from frontier.policy import CheckpointMismatch, CrawlPolicy, PolicyError, Revisit, build, check, known
 from frontier.settings import FrontierSettings
 from tests.test_frontier import FrontierHarness
 
