@@ -24,7 +24,11 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -89,52 +93,87 @@ def of_b(ip: str) -> bool:
     return RING.agents_list[RING.owner(ip)][0] == "b"
 
 
-def taken_over(web: WebThread, killed: float, n: int) -> threading.Event:
-    """Set once the web answered ``n`` requests for b's hosts that began after the kill (the survivors')."""
+def requests_after(web: WebThread, since: float, n: int, match: Callable[[str, str], bool]) -> threading.Event:
+    """Set once the web answered ``n`` requests that began after ``since`` to hosts ``match(host, ip)``."""
     seen = [0]
 
     def counts(entry: dict[str, object]) -> bool:
-        if of_b(str(entry["ip"])) and float(entry["start"]) > killed:  # type: ignore[arg-type]
+        if match(str(entry["host"]), str(entry["ip"])) and float(entry["start"]) > since:  # type: ignore[arg-type]
             seen[0] += 1
         return seen[0] >= n
 
     return when_logged(web, counts)
 
 
+@dataclass
+class ThreeMachines:
+    """a, b and c crawling one web through one broker, their folders under ``root``; ``log`` is the
+    web's request log once the block of :func:`three_machines` ended."""
+
+    root: Path
+    web: WebThread
+    seeds: list[str]
+    expected: set[str]
+    broker: str
+    machines: dict[str, subprocess.Popen[str]]
+    log: list[Any] = field(default_factory=list)
+
+    def kill_b_and_bring_it_back(self) -> tuple[float, list[str]]:
+        """Once a third of the pages are answered, kill b's whole tree (supervisor and agent at once);
+        once a has taken it out of its ring and the survivors crawled 10 pages of its hosts, start it
+        again with ``--resume``. Returns the time of the kill and what b's archive held then."""
+        root, web, machines = self.root, self.web, self.machines
+        assert when_requests(web, len(self.expected) // 3).wait(120), "the crawl did not get a third of the way"
+        os.killpg(machines["b"].pid, signal.SIGKILL)
+        killed = time.monotonic()
+        machines["b"].wait(30)
+        stored_at_crash = records_at_crash(root / "b")
+        assert wait_manifest(root / "a", ["a", "c"], 60), "a never took b out of its ring"
+        assert requests_after(web, killed, 10, lambda _, ip: of_b(ip)).wait(60), "the survivors did not crawl b's hosts"
+        machines["b"] = start(root, "b", self.seeds, web, self.broker, "--resume")
+        return killed, stored_at_crash
+
+    def stored(self, nodes: Sequence[str]) -> dict[str, list[str]]:
+        """The pages (responses and revisits, robots.txt left out) in each machine's WARC files."""
+        return {node: [uri for kind, uri in warc_records(self.root / node) if kind in ("response", "revisit")
+                       and not uri.endswith("/robots.txt")] for node in nodes}
+
+
+@contextmanager
+def three_machines(root: Path) -> Iterator[ThreeMachines]:
+    """Start a, b and c on an in-vitro web (its first 6 home pages the seeds) and a nats-server; at the end
+    of the block, kill any machine still running and stop the web."""
+    web = WebThread(WEB, root / "requests.jsonl")
+    seeds = web.web.seeds[:6]
+    crawl = None
+    try:
+        with nats_server(root / "nats") as broker:
+            crawl = ThreeMachines(root, web, seeds, reachable(web.model, seeds), broker.url,
+                                  {node: start(root, node, seeds, web, broker.url) for node in NODES})
+            try:
+                yield crawl
+            finally:
+                kill_leftovers(crawl.machines)
+    finally:
+        log = web.stop()
+        if crawl is not None:
+            crawl.log = log
+
+
 @pytest.fixture(scope="module")
 def machine_gone(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("leave")
-    web = WebThread(WEB, root / "requests.jsonl")
-    seeds = web.web.seeds[:6]
-    expected = reachable(web.model, seeds)
     errors: dict[str, str] = {}
-    try:
-        with nats_server(root / "nats") as broker:
-            answered = when_requests(web, len(expected) // 3)
-            machines = {node: start(root, node, seeds, web, broker.url) for node in NODES}
-            try:
-                assert answered.wait(120), "the crawl did not get a third of the way"
-                os.killpg(machines["b"].pid, signal.SIGKILL)  # b's supervisor and agent at once
-                killed = time.monotonic()
-                machines["b"].wait(30)
-                stored_at_crash = records_at_crash(root / "b")
-                assert wait_manifest(root / "a", ["a", "c"], 60), "a never took b out of its ring"
-                assert taken_over(web, killed, 10).wait(60), "the survivors did not crawl b's hosts"
-                machines["b"] = start(root, "b", seeds, web, broker.url, "--resume")
-                rejoined = time.monotonic()
-                for node in NODES:
-                    errors[node] = finish(machines[node], root, node, 240)
-            finally:
-                kill_leftovers(machines)
-    finally:
-        log = web.stop()
+    with three_machines(root) as crawl:
+        killed, stored_at_crash = crawl.kill_b_and_bring_it_back()
+        rejoined = time.monotonic()
+        for node in NODES:
+            errors[node] = finish(crawl.machines[node], root, node, 240)
     for node in NODES:
-        assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
+        assert crawl.machines[node].returncode == 0, f"machine {node}: {errors[node]}"
     stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in NODES}
-    pages = {node: [uri for kind, uri in warc_records(root / node) if kind in ("response", "revisit")
-                    and not uri.endswith("/robots.txt")] for node in NODES}
     at_crash = [u for u in stored_at_crash if not u.endswith("/robots.txt")]
-    return web.model, expected, log, stats, pages, killed, (rejoined, at_crash)
+    return crawl.web.model, crawl.expected, crawl.log, stats, crawl.stored(NODES), killed, (rejoined, at_crash)
 
 
 def b_hosts(model, log) -> set[str]:  # type: ignore[no-untyped-def]

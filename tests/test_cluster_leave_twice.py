@@ -18,18 +18,16 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from collections import Counter
 
 import orjson
 import pytest
 
-from tests.invitro_harness import WebThread, page_requests, reachable, url_of, when_logged, when_requests
-from tests.nats_server import nats_server
-from tests.test_agents import check_politeness, records_at_crash, warc_records
+from tests.invitro_harness import page_requests, url_of
+from tests.test_agents import check_politeness, records_at_crash
 from tests.test_cluster_crawl import host
-from tests.test_cluster_leave import IN_FLIGHT, RING, WEB, finish, kill_leftovers, of_b, start, taken_over, wait_manifest
+from tests.test_cluster_leave import IN_FLIGHT, RING, finish, of_b, requests_after, three_machines, wait_manifest
 
 NODES = ("a", "b", "c")
 FETCHERS = 30  # engine.fetchers in the settings: at most that many fetches in flight at each kill
@@ -41,61 +39,31 @@ def owned_by_b(host_name: str, ip: str) -> bool:
     return of_b(ip) and RING.agents_list[RING.owner(host_name)][0] == "b"
 
 
-def fetches_of_b(web: WebThread, since: float, n: int) -> threading.Event:
-    """Set once the web answered ``n`` requests for hosts only b fetches that began after ``since``."""
-    seen = [0]
-
-    def counts(entry: dict[str, object]) -> bool:
-        if owned_by_b(str(entry["host"]), str(entry["ip"])) and float(entry["start"]) > since:  # type: ignore[arg-type]
-            seen[0] += 1
-        return seen[0] >= n
-
-    return when_logged(web, counts)
-
-
 @pytest.fixture(scope="module")
 def left_twice(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("leave2")
-    web = WebThread(WEB, root / "requests.jsonl")
-    seeds = web.web.seeds[:6]
-    expected = reachable(web.model, seeds)
     errors: dict[str, str] = {}
-    try:
-        with nats_server(root / "nats") as broker:
-            answered = when_requests(web, len(expected) // 3)
-            machines = {node: start(root, node, seeds, web, broker.url) for node in NODES}
-            try:
-                assert answered.wait(120), "the crawl did not get a third of the way"
-                os.killpg(machines["b"].pid, signal.SIGKILL)
-                kills = [time.monotonic()]
-                machines["b"].wait(30)
-                first = records_at_crash(root / "b")
-                assert wait_manifest(root / "a", ["a", "c"], 60), "a never took b out of its ring"
-                assert taken_over(web, kills[0], 10).wait(60), "the survivors did not crawl b's hosts"
-                machines["b"] = start(root, "b", seeds, web, broker.url, "--resume")
-                for node in ("a", "c"):
-                    assert wait_manifest(root / node, list(NODES), 60), f"{node} never handed b's hosts back"
-                handed_back = time.monotonic()
-                crawling = fetches_of_b(web, handed_back, 10)
-                assert crawling.wait(60), "b did not crawl its hosts again"
-                os.killpg(machines["b"].pid, signal.SIGKILL)
-                kills.append(time.monotonic())
-                machines["b"].wait(30)
-                second = records_at_crash(root / "b")
-                for node in ("a", "c"):
-                    errors[node] = finish(machines[node], root, node, 120)
-            finally:
-                kill_leftovers(machines)
-    finally:
-        log = web.stop()
+    with three_machines(root) as crawl:
+        machines = crawl.machines
+        killed, first = crawl.kill_b_and_bring_it_back()
+        kills = [killed]
+        for node in ("a", "c"):
+            assert wait_manifest(root / node, list(NODES), 60), f"{node} never handed b's hosts back"
+        handed_back = time.monotonic()
+        assert requests_after(crawl.web, handed_back, 10, owned_by_b).wait(60), "b did not crawl its hosts again"
+        os.killpg(machines["b"].pid, signal.SIGKILL)
+        kills.append(time.monotonic())
+        machines["b"].wait(30)
+        second = records_at_crash(root / "b")
+        for node in ("a", "c"):
+            errors[node] = finish(machines[node], root, node, 120)
     for node in ("a", "c"):
         assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
     stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in ("a", "c")}
-    pages = {node: [uri for kind, uri in warc_records(root / node) if kind in ("response", "revisit")
-                    and not uri.endswith("/robots.txt")] for node in ("a", "c")}
+    pages = crawl.stored(("a", "c"))
     pages["b"] = [u for u in second if not u.endswith("/robots.txt")]
     at_first = {u for u in first if not u.endswith("/robots.txt")}
-    return web.model, expected, log, stats, pages, at_first, kills
+    return crawl.web.model, crawl.expected, crawl.log, stats, pages, at_first, kills
 
 
 def test_the_survivors_of_a_second_departure_finish_with_every_reachable_page_stored_once(left_twice) -> None:  # type: ignore[no-untyped-def]
