@@ -211,3 +211,40 @@ def freshness_eval(result: Result, path: Path) -> None:
         axes[1][column].set_xlabel("crawls (API calls)")
         axes[0][column].legend(fontsize="small")
     _save(fig, path)
+
+
+def soak(result: Result, path: Path) -> None:
+    mib = 2**20
+    samples, timeline = result["samples"], result["timeline"]
+    fig, (memory, rate, frontier) = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    minutes = [s["t"] / 60 for s in samples]
+    memory.plot(minutes, [s["total"] / mib for s in samples], color="black", label="all processes")
+    memory.plot(minutes, [s["anon"] / mib for s in samples], color="black", linestyle=":", label="all, anonymous (heap)")
+    for name in sorted({n for s in samples for n in s["rss"]}):
+        memory.plot(minutes, [s["rss"].get(name, 0) / mib for s in samples], linewidth=0.8, label=name)
+    memory.plot([p["t"] / 60 for p in timeline], [(p["rss"] - p.get("workbench_bytes", 0)) / mib for p in timeline],
+                linestyle="--", color="grey", label="all, less the workbench's bytes")
+    end = samples[-1]["t"] / 60
+    memory.axvspan(end - result["rss"]["window_seconds"] / 60, end, color="tab:green", alpha=0.08,
+                   label="window: RSS within +5%")
+    memory.set_ylabel("resident memory (MiB)")
+    memory.set_ylim(bottom=0)
+    memory.legend(fontsize="small", loc="lower right")
+    memory.set_title(f"Soak: {result['parameters']['hosts']:,} hosts, defaults, {result['pages']:,} pages")
+    t = [p["t"] / 60 for p in timeline]
+    rates = [(b["pages"] - a["pages"]) / (b["t"] - a["t"]) if b["t"] > a["t"] else 0.0
+             for a, b in zip(timeline, timeline[1:])]
+    rate.plot(t[1:], rates, color="tab:orange", label="pages/s")
+    rate.set_ylabel("pages/s")
+    rate.set_ylim(bottom=0)
+    rate.legend(fontsize="small")
+    frontier.plot(t, [p["front"] for p in timeline], label="front (IPs with work)")
+    frontier.set_ylabel("IPs")
+    bytes_axis = frontier.twinx()
+    bytes_axis.plot(t, [p.get("workbench_bytes", 0) / mib for p in timeline], color="tab:purple", label="workbench (MiB)")
+    bytes_axis.axhline(result["workbench_budget_bytes"] / mib, color="tab:purple", linestyle=":", label="its budget")
+    bytes_axis.set_ylabel("MiB")
+    frontier.set_xlabel("minutes")
+    frontier.legend(fontsize="small", loc="upper left")
+    bytes_axis.legend(fontsize="small", loc="lower right")
+    _save(fig, path)

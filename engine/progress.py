@@ -207,6 +207,8 @@ def sample(status: AgentStatus, elapsed: float) -> dict[str, float]:
         "todo_wait_seconds": status.stats["todo_wait_seconds"],
         "hosts": status.hosts,
         "workbench_urls": status.workbench_urls,
+        "workbench_bytes": status.workbench_bytes,
+        "disk_urls": status.disk_urls,
     }
 
 

@@ -131,7 +131,17 @@ def test_scrapy_side_by_side(tmp_path: Path) -> None:
     for name in ("crawl", "scrapy"):
         (run,) = result["runs"][name]
         assert run["pages"] > 0 and run["pages_per_cpu_second"] > 0 and run["stored"] > 0, name
-    assert result["ratios"]["pages_per_cpu_second"] > 0
+        assert 0 < run["html_pages"] <= run["pages"], name  # counted the user's way: HTML, status 200
+    assert result["ratios"]["pages_per_cpu_second"] > 0 and result["ratios"]["html_pages_per_cpu_second"] > 0
+
+
+def test_soak_reads_every_process_memory_from_outside(tmp_path: Path) -> None:
+    result = smoke("soak", tmp_path)
+    assert result["pages"] > 0 and result["samples"], "no reading of the crawl's processes"
+    names = {name for sample in result["samples"] for name in sample["rss"]}
+    assert "supervisor" in names and "agent 0" in names  # one agent per core, as shipped
+    assert all(s["total"] >= s["anon"] > 0 for s in result["samples"])
+    assert all("workbench_bytes" in p for p in result["timeline"]) and result["workbench_budget_bytes"] > 0
 
 
 def test_clustergraph_filter_times_the_filter_beside_the_dup_check(tmp_path: Path) -> None:
