@@ -87,7 +87,7 @@ class NetworkConfig:
 class DnsConfig:
     servers: list[str] = _doc([], "DNS servers as ip or ip:port; empty = the system's resolv.conf")
     cache_entries: int = _doc(100_000, "positive and negative entries kept in the resolver cache")
-    min_ttl: float = _doc(300.0, "seconds a host's address is kept (cache and visit state) at least, whatever its TTL")
+    min_ttl: float = _doc(300.0, "seconds a host's address is kept (cache and visit state) at least, whatever its TTL; each answer is kept up to twice its TTL, so hosts resolved together do not expire together")
     max_ttl: float = _doc(86400.0, "seconds a host's address is kept at most; then it is resolved again before its next fetch")
     negative_ttl: float = _doc(60.0, "failed lookups are cached this long")
     timeout: float = _doc(5.0, "seconds per DNS query attempt")
