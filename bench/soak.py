@@ -35,6 +35,7 @@ import os
 import statistics
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +98,6 @@ class Watcher(threading.Thread):
         self.started_at = 0.0
 
     def run(self) -> None:
-        import time
-
         self.started_at = time.monotonic()
         while not self.stopped.wait(self.every):  # a sampling period, not a wait for an event
             processes = crawl_processes(self.out)
