@@ -1,11 +1,52 @@
-"""store/signature.py: near-identical pages (attributes, digits, case, whitespace) share a signature; others do not."""
+"""store/signature.py: near-identical pages (attributes, digits, case, whitespace) share a signature; others do not.
+
+The normalisation is C (store/_signature.c); the regular expressions it replaced are the oracle here, so
+signatures stored before it still match.
+"""
 
 from __future__ import annotations
 
-from hypothesis import given
+import re
+
+from hypothesis import example, given
 from hypothesis import strategies as st
 
+from store._signature import simplify_html
 from store.signature import exact_signature, html_signature
+
+_TAG = re.compile(rb"<(/?[a-z0-9]*)[^>]*>")
+
+
+def simplified_by_regex(payload: bytes) -> tuple[bytes, bool]:
+    """What store.signature computed before the C: tags to their names, digits and whitespace dropped."""
+    lowered = payload.lower()
+    return b"<".join(_TAG.split(lowered)).translate(None, b"0123456789 \t\n\r\f\v"), b"frame" in lowered
+
+
+# markup's bytes, in both cases, with those that matter to the normalisation over-represented
+MARKUP = st.lists(st.sampled_from([b"<", b">", b"/", b"<!--", b"-->", b"a", b"B", b"h1", b"0", b"9", b" ", b"\t",
+                                   b"\n", b"\x0b", b"=", b'"', b"'", b"frame", b"FrAmE", b"fram", b"f", b"\xe9", b"\x00",
+                                   b"<iframe src=", b"<P CLASS=x>", b"</DIV>"]), max_size=40).map(b"".join)
+
+
+@given(st.one_of(MARKUP, st.binary(max_size=200)))
+@example(b"")
+@example(b"a<b")
+@example(b"</>")
+@example(b"<//x>")
+@example(b"<a <b>c>d<e")
+@example(b"xxFRAMe")
+@example(b"<H1 id=3>T 1</H1>")
+def test_the_c_normalisation_writes_what_the_regular_expressions_did(payload: bytes) -> None:
+    assert simplify_html(payload) == simplified_by_regex(payload)
+
+
+def test_the_c_normalisation_of_in_vitro_pages() -> None:
+    from bench.store_bench import pages
+
+    bodies = [exchange.body for exchange, _ in pages(200)]
+    assert sum(map(len, bodies)) > 200 * 10_000
+    assert [simplify_html(b) for b in bodies] == [simplified_by_regex(b) for b in bodies]
 
 TAGS = st.sampled_from(["p", "div", "a", "span", "h1", "li", "td"])
 WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzé", min_size=1, max_size=12)
