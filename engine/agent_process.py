@@ -19,6 +19,7 @@ from pathlib import Path
 
 import orjson
 
+from engine import heap
 from engine.agent import run_agent
 from engine.config import Config, apply, validate
 from engine.supervisor import EXIT_STORE_FULL, MANIFEST
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count-restored-pages", action="store_true",
                         help="add the pages of a resumed checkpoint to the crawl's shared page count")
     args = parser.parse_args(argv)
+    heap.keep_buffers_out_of_the_heap()
     manifest = orjson.loads((args.out / MANIFEST).read_bytes())
     config = Config()
     apply(config, manifest["config"], str(args.out / MANIFEST))

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine import heap
 from engine.crew import Crew
 from engine.fetching import Fetchers, PageBudget
 from engine.ip_table import SharedIpTable
@@ -61,6 +62,7 @@ class Checkpointer:
         }
         self.crew.frontier.checkpoint(started, extra)
         self.router.committed(read)
+        heap.give_back()  # the checkpoint's buffers, and whatever else was freed since the last one
         self.count += 1
         self.seconds += time.monotonic() - started
 

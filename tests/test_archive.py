@@ -14,6 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
 
 from engine.config import ConfigError, StoreConfig, load
@@ -307,6 +310,18 @@ def test_cdxj_merge_refuses_a_name_in_two_folders_and_an_open_index(tmp_path: Pa
     assert warc_main([*args, "--relative-to", str(tmp_path)]) == 0, "paths from a collection folder do not clash"
     (tmp_path / "b" / "warc" / "crawl-a0-x.cdxj.open").touch()
     assert warc_main([*args, "--relative-to", str(tmp_path)]) == 1
+
+
+@given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"") + b"\n"), max_size=80), st.integers(1, 9))
+@examples(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_an_index_sorted_in_runs_is_the_lines_sorted_and_leaves_no_scratch(tmp_path: Path, lines: list[bytes],
+                                                                          run: int) -> None:
+    final = tmp_path / "x.cdxj"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cdxj, "SORT_RUN", run)  # small runs: many of them, and runs of one line
+        cdxj.write_sorted(iter(lines), final)
+    assert final.read_bytes() == b"".join(sorted(lines))
+    assert [p.name for p in tmp_path.iterdir()] == ["x.cdxj"]
 
 
 @pytest.mark.parametrize(
