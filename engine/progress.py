@@ -34,6 +34,7 @@ from engine.status import AgentStatus
 
 RATE_WINDOW = 10.0  # seconds of history behind pages/s and MB/s
 LOG_EVERY = 10.0  # seconds between two log lines
+TIMELINE_POINTS = 7200  # points a timeline keeps: two hours at one a second (see add_point)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,10 +187,22 @@ async def report(status: Callable[[], AgentStatus], started: float, limits: Engi
             await asyncio.sleep(1.0)  # a sampling period, not a wait for an event
             now = status()
             elapsed = time.monotonic() - started
-            timeline.append(sample(now, elapsed))
+            add_point(timeline, sample(now, elapsed))
             display.update(now, elapsed)
     finally:
         display.close()
+
+
+def add_point(timeline: list[dict[str, float]], point: dict[str, float], limit: int = TIMELINE_POINTS) -> None:
+    """Append ``point`` to a timeline of at most ``limit`` points: a full one first drops every other point.
+
+    A crawl that runs for weeks as a service must not grow by a point a second. Halving keeps the
+    whole crawl in view, its first and its latest points included, and the points denser the
+    more recent they are: after n halvings the oldest are 2**n seconds apart.
+    """
+    if len(timeline) >= limit:
+        del timeline[1::2]
+    timeline.append(point)
 
 
 def sample(status: AgentStatus, elapsed: float) -> dict[str, float]:

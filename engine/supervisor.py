@@ -61,7 +61,7 @@ from engine.control import ControlServer, token_for
 from engine.ip_table import SharedIpTable
 from engine.metrics import Exporter
 
-from engine.progress import ProgressDisplay, sample
+from engine.progress import ProgressDisplay, add_point, sample
 from engine.sdnotify import Notifier
 from engine.stats import NOT_ADDED, Counters, cpu_seconds, rss_bytes, write_json
 from engine.status import TOP_HOSTS, AgentStatus, add_up
@@ -358,7 +358,7 @@ class Supervisor:
             # gone at the end, when none may be left): its pages would drop out of the sum, then come back
             if complete and self._ready_sent and now - last_sample >= 1.0:
                 last_sample = now
-                self.timeline.append(self.sample(now))
+                add_point(self.timeline, self.sample(now))
                 self.display.update(self.total(), now - self.started)
                 if now - last_status >= 10.0:
                     last_status = now

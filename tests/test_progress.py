@@ -5,7 +5,10 @@ from __future__ import annotations
 import io
 import re
 
-from engine.progress import ProgressDisplay, duration, summary_text
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.progress import ProgressDisplay, add_point, duration, summary_text
 from engine.status import AgentStatus
 from engine.stats import Counters
 
@@ -95,3 +98,17 @@ def test_summary_table_as_plain_text() -> None:
         " memory       100 MiB resident",
         " agents       2 processes, 0 restarts",
     ]
+
+
+@given(st.integers(0, 3000), st.integers(2, 50))
+def test_a_timeline_stays_within_its_points_and_keeps_the_first_and_the_latest(seconds: int, limit: int) -> None:
+    timeline: list[dict[str, float]] = []
+    for t in range(seconds):
+        add_point(timeline, {"t": float(t)}, limit)
+    times = [p["t"] for p in timeline]
+    assert len(times) == seconds if seconds <= limit else limit // 2 < len(times) <= limit
+    assert times == sorted(set(times))
+    if seconds:
+        assert times[0] == 0 and times[-1] == seconds - 1
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        assert gaps == sorted(gaps, reverse=True)  # the older, the sparser
