@@ -8,9 +8,9 @@
  *     simplified = simplified.translate(None, b"0123456789 \t\n\r\f\v")
  *     return simplified, b"frame" in lowered
  *
- * Why C: that Python costs ~65 us for a 16 KB page, all of it in the regular expression's
- * split, about a tenth of what the crawler spends on a page (bench/RESULTS.md, issue 18).
- * One pass with a byte table costs a fifth of that.
+ * Why C: that Python costs ~80 us for a 16 KB page, nearly all of it in the regular
+ * expression's split, about a tenth of what the crawler spends on a page; one pass with byte
+ * tables and memchr costs ~15 us (bench/RESULTS.md, issue 18, "The hot path").
  *
  * The regular expression matches a '<' exactly when a '>' follows it somewhere, and the match
  * ends at the first '>' after it; so a '<' at or after the last '>' is text, and a tag is
@@ -30,6 +30,8 @@ static int
 has_frame(const unsigned char *in, Py_ssize_t n)
 {
     static const unsigned char firsts[] = {'f', 'F'};
+    if (n < 5)
+        return 0;
     for (int k = 0; k < 2; k++) {
         const unsigned char *p = in, *last = in + n - 5; /* the last place a match can start */
         while (p <= last && (p = memchr(p, firsts[k], (size_t)(last - p + 1))) != NULL) {
