@@ -162,22 +162,26 @@ def machines(view: Mapping[str, Entry], beats: Beats, now: float) -> list[dict[s
             for node, e in sorted(view.items())]
 
 
-async def read_entries(kv: KeyValue) -> dict[str, Entry]:
-    """The live members' entries in the crawl's bucket, by node."""
-    from nats.js.errors import KeyNotFoundError, NoKeysError
+async def read_entries(js: JetStreamContext, kv: KeyValue, crawl_id: str) -> dict[str, Entry]:
+    """The live members' entries in the crawl's bucket, by node.
 
-    try:
-        keys = await kv.keys()
-    except NoKeysError:
-        return {}
+    The keys come from the bucket's stream info (its subjects with a message), not from
+    ``KeyValue.keys()``: that opens a watcher, a consumer on the server which its stop leaves
+    there for five minutes, and a view every heartbeat by every machine would pile them up until
+    the server refuses more consumers (a crawl over three machines stopped so after six minutes)."""
+    from nats.js.errors import KeyNotFoundError
+
+    bucket = bucket_name(crawl_id)
+    prefix = f"$KV.{bucket}."
+    info = await js.stream_info(f"KV_{bucket}", subjects_filter=f"{prefix}>")
     entries = {}
-    for key in keys:
+    for subject in info.state.subjects or {}:
         try:
-            item = await kv.get(key)
-        except KeyNotFoundError:  # its TTL ran out since the keys were listed: that machine is gone
+            item = await kv.get(subject[len(prefix):])
+        except KeyNotFoundError:  # its TTL ran out since the keys were listed, or deleted: that machine is gone
             continue
         if item.value:
-            entries[key] = Entry.decode(item.value)
+            entries[item.key] = Entry.decode(item.value)
     return entries
 
 
@@ -193,8 +197,9 @@ async def crawl_status(config: ClusterConfig) -> dict[str, Entry]:
     except (OSError, nats.errors.Error) as e:
         raise ClusterError(f"cannot reach the NATS server at {config.url}: {e!r}") from None
     try:
-        kv = await nc.jetstream().key_value(bucket_name(config.crawl_id))
-        return await read_entries(kv)
+        js = nc.jetstream()
+        kv = await js.key_value(bucket_name(config.crawl_id))
+        return await read_entries(js, kv, config.crawl_id)
     except BucketNotFoundError:
         raise ClusterError(f"no crawl {config.crawl_id!r} on {config.url}") from None
     finally:
@@ -247,7 +252,7 @@ class Cluster:
     async def view(self) -> dict[str, Entry]:
         """The live members' entries, by node."""
         assert self._kv is not None
-        return await read_entries(self._kv)
+        return await read_entries(self.js, self._kv, self.config.crawl_id)
 
     async def gone(self, nodes: Sequence[str]) -> list[str]:
         """Which of ``nodes``, missing from a view, have no entry indeed. A listing of the bucket's keys can

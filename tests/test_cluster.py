@@ -56,6 +56,24 @@ async def test_machines_wait_for_each_other_and_see_the_same_members(server: str
         await b.close()
 
 
+async def test_views_leave_no_consumer_on_the_server(server: str) -> None:
+    """A machine reads the view every heartbeat for as long as the crawl runs: each read must leave nothing
+    behind on the server, or the server refuses the machines' reads after a few minutes."""
+    a, b = Cluster(config(server, "a"), 1), Cluster(config(server, "b"), 1)
+    await a.connect()
+    await b.connect()
+    try:
+        await a.beat()
+        await b.beat()
+        for _ in range(40):  # 20 s of heartbeats of one machine
+            assert set(await a.view()) == {"a", "b"}
+        info = await a.js.stream_info("KV_crawl-t1")
+        assert info.state.consumer_count == 0
+    finally:
+        await a.close()
+        await b.close()
+
+
 async def test_a_machine_too_many_is_refused(server: str) -> None:
     machines = [Cluster(config(server, n, size=1), 1) for n in "ab"]
     for m in machines:
