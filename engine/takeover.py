@@ -103,6 +103,8 @@ class Takeover:
     reclaimed: int = 0  # hosts it had handed to their IP's machine, which left: its own again
     revived: int = 0  # hosts it had given up to a machine that rejoined, which left again: its own again
     seeds: int = 0
+    read: int = 0  # fetches read back from the archives, the sources' and its own: the cost grows with these
+    seconds: float = 0.0  # wall time of the takeover, during which the agent fetches nothing
 
 
 def archive_of(folder: Path) -> Iterator[Path]:
@@ -127,6 +129,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     ``sources`` (node → its output folder: the machines gone, or on a rejoin every other live one)
     and, with ``crawl_delay`` (a robots.txt body's), when each host may be fetched here first."""
     assert router.members is not None
+    started = time.monotonic()
     old = GlobalRing(router.members, before)
     router.route_by(live)
     settled = router.settle(before, rejoined)
@@ -149,6 +152,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     robots: dict[str, tuple[float, bytes]] = {}  # per host, the latest robots.txt they stored
     for folder in sources.values():
         for page in stored_in(folder, rules, max_body_bytes):
+            report.read += 1
             authority = split(page.url)[0]
             last[authority] = max(last.get(authority, 0.0), page.ended)
             if page.robots_body and page.ended >= robots.get(authority, (0.0, b""))[0]:
@@ -165,6 +169,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     frontier.add_revisits(Revisit(url, 0.0) for url in settled.again)
     directory, prefix = own
     for page in replay(directory, prefix, {}, rules=rules, max_body_bytes=max_body_bytes) if set(before) - set(live) or reclaimed else ():
+        report.read += 1
         links = [link for link in page.links if has_moved(link)]
         if links:
             report.rerouted += len(links)
@@ -174,6 +179,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     frontier.discover(mine)
     router.release_held()
     router.flush()
+    report.seconds = round(time.monotonic() - started, 3)
     return report
 
 
@@ -239,7 +245,7 @@ class Takeovers:
         self.done.append(report)
         print(f"crawl: agent {router.index} of {c.node}: took over its share of {', '.join(report.sources)}: "
               f"{report.skipped} pages stored there skipped, {report.rederived} links re-derived, "
-              f"{report.rerouted} rerouted", file=sys.stderr, flush=True)
+              f"{report.rerouted} rerouted; {report.read} fetches read in {report.seconds:g} s", file=sys.stderr, flush=True)
         if crew.full is None:
             with crew.full_stops():
                 self.checkpointer.checkpoint()

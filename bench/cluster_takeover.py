@@ -1,0 +1,96 @@
+"""What a takeover costs on a larger crawl (issue 17, item 4): kill -9 of one machine of three after
+minutes of crawling, and how long its hosts wait.
+
+Three ``crawl run --cluster`` machines (one agent each, the defaults, the cluster TTL as shipped)
+crawl one in-vitro web of ``--hosts`` hosts (one per IP) through one nats-server on loopback,
+their output folders side by side (the shared storage). After ``--before`` seconds machine b's
+whole process tree gets SIGKILL; a and c go on for ``--after`` seconds. A survivor's agent takes
+its share of b's hosts by reading b's archive and its own (``engine/takeover.py``), fetching
+nothing meanwhile, so the cost grows with the pages stored. Reported: each survivor's takeover
+(b's pages it skips, links re-derived, fetches read in all, seconds, and so fetches read per
+second), and from the
+web's request log the seconds from the kill to the survivors' first request to one of b's hosts
+(the issue's target: within 30 s), which is the TTL plus the takeover.
+
+    python -m bench.cluster_takeover                   # about 4 minutes; writes bench/cluster_takeover.json
+    python -m bench.cluster_takeover --smoke --out /tmp/takeover
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.cluster_scaling import machine_command
+from bench.invitro.requestlog import read_log
+from bench.runner import RESULTS_DIR, invitro_web, machine, write_result
+from engine.ownership import GlobalRing
+from tests.nats_server import nats_server
+
+NODES = ("a", "b", "c")
+
+
+def one_run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    ring = GlobalRing([(node, 1) for node in NODES])
+    with invitro_web(folder, args.hosts, ["--hosts-per-ip", "1"], log=True) as web, nats_server(folder / "nats") as server:
+        machines = {}
+        for node in NODES:
+            cmd = machine_command(web, folder / node, args.before + args.after,
+                                  ["--cluster", server.url, "--cluster-size", str(len(NODES)), "--node", node])
+            with open(folder / f"{node}.stderr", "w") as stderr:
+                machines[node] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+        try:
+            time.sleep(args.before)  # the crawl's length before the kill: what the takeover has to read
+            os.killpg(machines["b"].pid, signal.SIGKILL)
+            killed = time.monotonic()
+            machines["b"].wait(30)
+            for node in ("a", "c"):
+                if machines[node].wait(args.after + 300) != 0:
+                    raise RuntimeError(f"machine {node} failed:\n{(folder / f'{node}.stderr').read_text()[-2000:]}")
+        finally:
+            for process in machines.values():
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGKILL)
+    log = read_log(web.folder / "requests.jsonl")
+    of_b = [r.start for r in log if r.start > killed and r.ip is not None
+            and ring.agents_list[ring.owner(r.ip)][0] == "b" and r.target != "/robots.txt"]
+    takeovers = {node: [t for path in sorted((folder / node).glob("agent-*/stats.json"))
+                        for t in orjson.loads(path.read_bytes()).get("takeovers", [])] for node in ("a", "c")}
+    done = [t for node in takeovers.values() for t in node]
+    return {"takeovers": takeovers,
+            "fetches_read_per_second": sum(t["read"] for t in done) / max(sum(t["seconds"] for t in done), 1e-9),
+            "seconds_to_first_fetch_of_b_hosts": (min(of_b) - killed) if of_b else None}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, default=2000)
+    parser.add_argument("--before", type=float, default=150.0, help="seconds of crawl before b is killed")
+    parser.add_argument("--after", type=float, default=60.0, help="seconds the survivors go on")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="folder for cluster_takeover.json")
+    parser.add_argument("--smoke", action="store_true", help="seconds-long, a small web")
+    args = parser.parse_args()
+    if args.smoke:
+        args.hosts, args.before, args.after = 60, 6.0, 14.0
+    with tempfile.TemporaryDirectory(prefix="cluster-takeover-") as tmp:
+        result = one_run(args, Path(tmp))
+    for node, done in result["takeovers"].items():
+        for t in done:
+            print(f"{node}: read {t['read']} fetches in {t['seconds']:.2f} s ({t['skipped']} of b's pages skipped, "
+                  f"{t['rederived']} links re-derived)")
+    first = result["seconds_to_first_fetch_of_b_hosts"]
+    print(f"{result['fetches_read_per_second']:.0f} fetches read per second of takeover; first fetch of b's hosts {first if first is None else round(first, 2)} s after the kill")
+    write_result(args.out / "cluster_takeover.json", result | {"args": vars(args) | {"out": str(args.out)},
+                                                               "machine": machine()})
+
+
+if __name__ == "__main__":
+    main()
