@@ -54,20 +54,12 @@ HOUR = 3600.0
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
-def chain_value(stay: Floats, wake: Floats, delay: Floats, period: float, most: int) -> Floats:
-    """The fresh time n = 0..most evenly spaced crawls buy each user (users × most + 1) when its days
-    (cut at its crawl time of day) are active or quiet as a two-state Markov chain: an active day
-    is followed by an active one with probability ``stay``, a quiet one with ``wake``, and the
-    first post of an active day comes ``delay`` days after the day's start (its crawl). A crawl
-    leaves the user fresh for G = (K − 1) + delay days, K the days until the next active one; an
-    interval of I days between crawls is fresh for E[min(G, I)]. Bursts then silence (a high
-    ``stay``, a low ``wake``) make a user cheap to keep fresh, though it posts many times a week;
-    a user active every day is fresh only for ``delay``."""
-    n = np.arange(most + 1, dtype=np.float64)
-    interval = (period / DAY / np.maximum(n, 1.0))[None, :]  # days
-    stay, wake, delay = stay[:, None], wake[:, None], delay[:, None]
-    active = wake / np.maximum(1.0 - stay + wake, 1e-12)  # the chain's stationary share of active days
-    first = active * stay + (1.0 - active) * wake  # P(the day after a crawl is active)
+def fresh_days(first: Floats, wake: Floats, delay: Floats, interval: Floats) -> Floats:
+    """The expected fresh days of an interval of ``interval`` days that starts with a crawl, when the
+    user's days are active or quiet as a two-state Markov chain (quiet → active with probability
+    ``wake``), the first day after the crawl is active with probability ``first`` and an active
+    day's first post comes ``delay`` days after its start. The crawl leaves the user fresh for
+    G = (K − 1) + delay days, K the days until the next active one: E[min(G, interval)]."""
     # after a quiet day the wait for the next active one is geometric:
     # E[min(1 + delay + J, I)], P(J ≥ j) = (1 − wake)^j
     rest = np.maximum(interval - 1.0 - delay, 0.0)
@@ -75,9 +67,25 @@ def chain_value(stay: Floats, wake: Floats, delay: Floats, period: float, most: 
     quiet = 1.0 - wake
     geometric = np.where(wake > 0, quiet * (1.0 - quiet ** whole) / np.maximum(wake, 1e-12), whole)
     later = np.minimum(1.0 + delay, interval) + geometric + (rest - whole) * quiet ** (whole + 1.0)
-    fresh_days = first * np.minimum(delay, interval) + (1.0 - first) * later
-    value: Floats = fresh_days * DAY * np.maximum(n, 1.0)[None, :]  # n intervals (one when there is no crawl)
-    return value
+    result: Floats = first * np.minimum(delay, interval) + (1.0 - first) * later
+    return result
+
+
+def chain_value(stay: Floats, wake: Floats, delay: Floats, period: float, most: int) -> Floats:
+    """The fresh time n = 0..most evenly spaced crawls buy each user (users × most + 1) when its days
+    (cut at its crawl time of day) are active or quiet as a two-state Markov chain: an active day
+    is followed by an active one with probability ``stay``, a quiet one with ``wake``, and the
+    first post of an active day comes ``delay`` days after the day's start (its crawl); each
+    interval is worth :func:`fresh_days`, its first day active with the chain's stationary odds.
+    Bursts then silence (a high ``stay``, a low ``wake``) make a user cheap to keep fresh, though
+    it posts many times a week; a user active every day is fresh only for ``delay``."""
+    n = np.arange(most + 1, dtype=np.float64)
+    interval = (period / DAY / np.maximum(n, 1.0))[None, :]  # days
+    stay, wake, delay = stay[:, None], wake[:, None], delay[:, None]
+    active = wake / np.maximum(1.0 - stay + wake, 1e-12)  # the chain's stationary share of active days
+    first = active * stay + (1.0 - active) * wake  # P(the day after a crawl is active)
+    value: Floats = fresh_days(first, wake, delay, interval) * DAY * np.maximum(n, 1.0)[None, :]
+    return value  # n intervals (one when there is no crawl)
 
 
 def cho_allocation(value: Floats, calls: float) -> Ints:
@@ -230,10 +238,12 @@ class AllocationPlanner:
             weight = covered / (covered + self.params.allocation.memory_days * DAY)
             self.rate[u] += weight * (seen - self.rate[u])
 
-    def _chain_value(self, posts: list[Floats], light: npt.NDArray[np.bool_], period: float, most: int) -> Floats:
-        """:func:`chain_value` with each user's chain read from its history ``posts``, cut into days at
+    def _chain(self, posts: list[Floats], light: npt.NDArray[np.bool_],
+               until: float | None = None) -> tuple[Floats, Floats, Floats]:
+        """Each user's day chain (stay, wake, delay of :func:`chain_value`) read from its ``posts`` of
+        the whole days from the history's start to ``until`` (the period's start by default), cut at
         its crawl time of day, shrunk toward the ``light`` users' pooled chain (weight ``prior_days``)."""
-        start, cal = self.start, self.calendar
+        start, cal = self.start if until is None else until, self.calendar
         days = int((start - self.history_start) // DAY)
         n = len(self.names)
         counts = np.zeros((n, 4))  # active→active, active→any, quiet→active, quiet→any
@@ -256,7 +266,7 @@ class AllocationPlanner:
         wake = (counts[:, 2] + weight * pooled[2] / pooled[3]) / (counts[:, 3] + weight)
         pooled_delay = (delays[light, 0].sum() + 0.5) / (delays[light, 1].sum() + 1.0)
         delay = (delays[:, 0] + weight * pooled_delay) / (delays[:, 1] + weight)
-        return chain_value(stay, wake, delay, period, most)
+        return stay, wake, delay
 
     def _plan(self, u: int) -> None:
         cap = self.last_crawl[u] + self.theta * self.params.per_crawl / max(float(self.rate[u]), 1e-12)
@@ -303,7 +313,7 @@ class AllocationPlanner:
         at = self.start
         left = self.end - at
         most = max(1, int(left // DAY))
-        n = cho_allocation(self._chain_value(posts, light, left, most), self.fresh_budget)
+        n = cho_allocation(chain_value(*self._chain(posts, light), left, most), self.fresh_budget)
         self.interval = np.where(n > 0, left / np.maximum(n, 1), math.inf)
         self.origin = at + self.phase * np.where(n > 0, self.interval, 0.0)
         for u in range(len(self.names)):
