@@ -7,7 +7,7 @@ truth of generated populations (``bench/invitro/posting.py``), per user class, w
 that depend on that age beat even waits at equal calls:
 
 1. *policies*: each user of a class is called at the crawl hour (``--hour``, local) of a day, its
-   first call at a random phase of its first wait; *even* waits k days after every call (k = 1..30:
+   first call on a random day within its longest wait; *even* waits k days after every call (k = 1..30:
    an envelope of freshness against calls per user); a *state-dependent* policy waits w_b days
    after a call whose newest post is in age bucket b (:data:`AGE_BUCKETS`). ``--policies`` random
    policies are drawn on the tuning seed and the ``--keep`` best by gain over the even envelope
@@ -39,7 +39,6 @@ from bench.freshness.simulator import Limits
 from bench.freshness.trace import Trace
 from bench.freshness_eval import BASELINE, PLANNERS, START, Budget, _budget_params, run_method
 from bench.invitro.posting import DAY, HOUR, Population, PostingParams
-from frontier.freshness.adaptive import AdaptivePlanner
 from frontier.freshness.allocation import AllocationPlanner
 from frontier.freshness.params import PlannerParams
 from frontier.markdown_table import markdown_table
@@ -167,7 +166,6 @@ def ceiling(args: argparse.Namespace) -> dict[str, Any]:
         trace = Trace.from_population(Population(PostingParams(users=args.eval_users, seed=seed)), start - 14 * DAY, end)
         posts = [np.asarray(trace.posts[u]) for u in trace.users]
         methods = {BASELINE: PLANNERS[BASELINE], "allocation": PLANNERS["allocation"],
-                   "adaptive": lambda b: AdaptivePlanner(_budget_params(b)),
                    "allocation, chains from all days (ceiling)": lambda b: ChainCeiling(_budget_params(b), posts)}
         for r in args.per_user:
             budget = Budget(len(trace.users), r, seed, Limits(), float(args.days))

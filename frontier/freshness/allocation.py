@@ -54,12 +54,20 @@ HOUR = 3600.0
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
-def fresh_days(first: Floats, wake: Floats, delay: Floats, interval: Floats) -> Floats:
-    """The expected fresh days of an interval of ``interval`` days that starts with a crawl, when the
-    user's days are active or quiet as a two-state Markov chain (quiet → active with probability
-    ``wake``), the first day after the crawl is active with probability ``first`` and an active
-    day's first post comes ``delay`` days after its start. The crawl leaves the user fresh for
-    G = (K − 1) + delay days, K the days until the next active one: E[min(G, interval)]."""
+def chain_value(stay: Floats, wake: Floats, delay: Floats, period: float, most: int) -> Floats:
+    """The fresh time n = 0..most evenly spaced crawls buy each user (users × most + 1) when its days
+    (cut at its crawl time of day) are active or quiet as a two-state Markov chain: an active day
+    is followed by an active one with probability ``stay``, a quiet one with ``wake``, and the
+    first post of an active day comes ``delay`` days after the day's start (its crawl). A crawl
+    leaves the user fresh for G = (K − 1) + delay days, K the days until the next active one; an
+    interval of I days between crawls is fresh for E[min(G, I)]. Bursts then silence (a high
+    ``stay``, a low ``wake``) make a user cheap to keep fresh, though it posts many times a week;
+    a user active every day is fresh only for ``delay``."""
+    n = np.arange(most + 1, dtype=np.float64)
+    interval = (period / DAY / np.maximum(n, 1.0))[None, :]  # days
+    stay, wake, delay = stay[:, None], wake[:, None], delay[:, None]
+    active = wake / np.maximum(1.0 - stay + wake, 1e-12)  # the chain's stationary share of active days
+    first = active * stay + (1.0 - active) * wake  # P(the day after a crawl is active)
     # after a quiet day the wait for the next active one is geometric:
     # E[min(1 + delay + J, I)], P(J ≥ j) = (1 − wake)^j
     rest = np.maximum(interval - 1.0 - delay, 0.0)
@@ -67,25 +75,9 @@ def fresh_days(first: Floats, wake: Floats, delay: Floats, interval: Floats) -> 
     quiet = 1.0 - wake
     geometric = np.where(wake > 0, quiet * (1.0 - quiet ** whole) / np.maximum(wake, 1e-12), whole)
     later = np.minimum(1.0 + delay, interval) + geometric + (rest - whole) * quiet ** (whole + 1.0)
-    result: Floats = first * np.minimum(delay, interval) + (1.0 - first) * later
-    return result
-
-
-def chain_value(stay: Floats, wake: Floats, delay: Floats, period: float, most: int) -> Floats:
-    """The fresh time n = 0..most evenly spaced crawls buy each user (users × most + 1) when its days
-    (cut at its crawl time of day) are active or quiet as a two-state Markov chain: an active day
-    is followed by an active one with probability ``stay``, a quiet one with ``wake``, and the
-    first post of an active day comes ``delay`` days after the day's start (its crawl); each
-    interval is worth :func:`fresh_days`, its first day active with the chain's stationary odds.
-    Bursts then silence (a high ``stay``, a low ``wake``) make a user cheap to keep fresh, though
-    it posts many times a week; a user active every day is fresh only for ``delay``."""
-    n = np.arange(most + 1, dtype=np.float64)
-    interval = (period / DAY / np.maximum(n, 1.0))[None, :]  # days
-    stay, wake, delay = stay[:, None], wake[:, None], delay[:, None]
-    active = wake / np.maximum(1.0 - stay + wake, 1e-12)  # the chain's stationary share of active days
-    first = active * stay + (1.0 - active) * wake  # P(the day after a crawl is active)
-    value: Floats = fresh_days(first, wake, delay, interval) * DAY * np.maximum(n, 1.0)[None, :]
-    return value  # n intervals (one when there is no crawl)
+    fresh_days = first * np.minimum(delay, interval) + (1.0 - first) * later
+    value: Floats = fresh_days * DAY * np.maximum(n, 1.0)[None, :]  # n intervals (one when there is no crawl)
+    return value
 
 
 def cho_allocation(value: Floats, calls: float) -> Ints:
