@@ -230,10 +230,12 @@ class AllocationPlanner:
             weight = covered / (covered + self.params.allocation.memory_days * DAY)
             self.rate[u] += weight * (seen - self.rate[u])
 
-    def _chain_value(self, posts: list[Floats], light: npt.NDArray[np.bool_], period: float, most: int) -> Floats:
-        """:func:`chain_value` with each user's chain read from its history ``posts``, cut into days at
+    def _chain(self, posts: list[Floats], light: npt.NDArray[np.bool_],
+               until: float | None = None) -> tuple[Floats, Floats, Floats]:
+        """Each user's day chain (stay, wake, delay of :func:`chain_value`) read from its ``posts`` of
+        the whole days from the history's start to ``until`` (the period's start by default), cut at
         its crawl time of day, shrunk toward the ``light`` users' pooled chain (weight ``prior_days``)."""
-        start, cal = self.start, self.calendar
+        start, cal = self.start if until is None else until, self.calendar
         days = int((start - self.history_start) // DAY)
         n = len(self.names)
         counts = np.zeros((n, 4))  # active→active, active→any, quiet→active, quiet→any
@@ -256,7 +258,7 @@ class AllocationPlanner:
         wake = (counts[:, 2] + weight * pooled[2] / pooled[3]) / (counts[:, 3] + weight)
         pooled_delay = (delays[light, 0].sum() + 0.5) / (delays[light, 1].sum() + 1.0)
         delay = (delays[:, 0] + weight * pooled_delay) / (delays[:, 1] + weight)
-        return chain_value(stay, wake, delay, period, most)
+        return stay, wake, delay
 
     def _plan(self, u: int) -> None:
         cap = self.last_crawl[u] + self.theta * self.params.per_crawl / max(float(self.rate[u]), 1e-12)
@@ -303,7 +305,7 @@ class AllocationPlanner:
         at = self.start
         left = self.end - at
         most = max(1, int(left // DAY))
-        n = cho_allocation(self._chain_value(posts, light, left, most), self.fresh_budget)
+        n = cho_allocation(chain_value(*self._chain(posts, light), left, most), self.fresh_budget)
         self.interval = np.where(n > 0, left / np.maximum(n, 1), math.inf)
         self.origin = at + self.phase * np.where(n > 0, self.interval, 0.0)
         for u in range(len(self.names)):
