@@ -73,13 +73,14 @@ def one_run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hosts", type=int, default=2000)
-    parser.add_argument("--before", type=float, default=150.0, help="seconds of crawl before b is killed")
-    parser.add_argument("--after", type=float, default=60.0, help="seconds the survivors go on")
+    parser.add_argument("--before", type=float, default=60.0, help="seconds of crawl before b is killed")
+    parser.add_argument("--after", type=float, default=120.0, help="seconds the survivors go on")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="folder for cluster_takeover.json")
     parser.add_argument("--smoke", action="store_true", help="seconds-long, a small web")
     args = parser.parse_args()
     if args.smoke:
         args.hosts, args.before, args.after = 60, 6.0, 14.0
+    at_start = machine()
     with tempfile.TemporaryDirectory(prefix="cluster-takeover-") as tmp:
         result = one_run(args, Path(tmp))
     for node, done in result["takeovers"].items():
@@ -89,7 +90,7 @@ def main() -> None:
     first = result["seconds_to_first_fetch_of_b_hosts"]
     print(f"{result['fetches_read_per_second']:.0f} fetches read per second of takeover; first fetch of b's hosts {first if first is None else round(first, 2)} s after the kill")
     write_result(args.out / "cluster_takeover.json", result | {"args": vars(args) | {"out": str(args.out)},
-                                                               "machine": machine()})
+                                                               "machine": at_start})
 
 
 if __name__ == "__main__":
