@@ -38,9 +38,9 @@ from tests.nats_server import nats_server
 POLITENESS = ("politeness.host_delay=0.5", "politeness.ip_delay=0.1")
 
 
-def machine_command(web: Web, out: Path, seconds: float, cluster: list[str]) -> list[str]:
+def machine_command(web: Web, out: Path, seconds: float, cluster: list[str], agents: int = 1) -> list[str]:
     cmd = [sys.executable, "-m", "engine.cli", "run", "--seeds", str(web.seeds_file()), "--out", str(out),
-           "--dns", web.info["dns"], "--max-seconds", str(seconds), "--processes", "1", *cluster]
+           "--dns", web.info["dns"], "--max-seconds", str(seconds), "--processes", str(agents), *cluster]
     for setting in (*CRAWLER_SETTINGS, *POLITENESS):
         cmd += ["--set", setting]
     return cmd
@@ -70,7 +70,8 @@ def one_run(machines: int, args: argparse.Namespace) -> dict[str, float]:
         folder = Path(tmp)
         with invitro_web(folder, args.hosts, ["--hosts-per-ip", "1"]) as web:
             if machines == 1:
-                costs = run_machines([machine_command(web, folder / "m0", args.seconds, [])], args.seconds, folder)
+                costs = run_machines([machine_command(web, folder / "m0", args.seconds, [], args.one_agents)], args.seconds,
+                                     folder)
                 broker = 0.0
             else:
                 with nats_server(folder / "nats") as server:
@@ -96,6 +97,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="each crawl")
     parser.add_argument("--runs", type=int, default=3, help="pairs of runs, one machine and three alternately")
     parser.add_argument("--machines", type=int, default=3)
+    parser.add_argument("--one-agents", type=int, default=1,
+                        help="agents of the one machine (as many as the machines: the same processes without the cluster)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="folder for cluster_scaling.json")
     parser.add_argument("--smoke", action="store_true", help="seconds-long: one pair, a small web")
     args = parser.parse_args()
