@@ -71,7 +71,12 @@ class LinkRouter:
     yet read that machine's archive, would fetch again the pages stored there. Released, they are
     taken if this agent's ring is now the sender's, else routed by name on its ring: a hand-off
     made on a ring this agent has left (a machine rejoined meanwhile) is the host's owner's to
-    decide again, or two machines would crawl the host.
+    decide again, or two machines would crawl the host. When the ring grows (a machine rejoins:
+    adding its points moves IPs to it alone), the IPs that moved leave this agent whole, while it is
+    paused with no fetch in flight (:meth:`follow_ips`): the hosts it crawls there are handed on as at
+    their DNS answer, a taken one relayed (its owner by name still sends its links here), and its
+    earlier hand-offs follow their IP. When a machine leaves, only its IPs move, and the hosts handed
+    to it are taken back and handed again by the new ring (:meth:`settle`).
 
     A host this agent gives up when a machine rejoins (:meth:`give`, :meth:`settle`) is purged but its
     URLs are kept (``given``): its sieve will not let them through again, and they are queued again past
@@ -159,7 +164,7 @@ class LinkRouter:
             return False
         to = self.ring.owner(ip)
         if self.ring.agents_list[to][0] == self.node:
-            if self._by_name(authority) < 0:  # no longer taken since a ring change (follow_ips): its IP's again
+            if self._by_name(authority) != self.index:  # no longer taken since a ring change (follow_ips): its IP's again
                 self.taken.add(authority)
             return False
         vs.ip = ip  # kept with the purged visit state: where its hand-off goes follows the ring (follow_ips)

@@ -62,8 +62,11 @@ from then on) before that end plus the Crawl-delay. Not covered: a fetch the old
 (not stored), a last fetch that was a robots.txt (no fetch time: its start is taken), and the hosts a
 rejoining machine takes back while it still has their visit states (only the host delay then).
 The gone machine's fetches in flight were not stored, so they are fetched again: the only repeats.
-When a machine rejoins, the agents that lose hosts to it purge them (:func:`hand_over`) while
-paused with no fetch in flight (``engine/machines.py``), before it reads their archives and starts.
+When a machine rejoins, the agents that lose hosts to it purge them (:func:`hand_over`) and hand on
+the hosts of the IPs that now hash to it (``LinkRouter.follow_ips``) while paused with no fetch in
+flight (``engine/machines.py``), before it reads their archives and starts, the larger of the host
+and IP delays after the last of them named it: so no host and no IP is fetched by two machines
+closer than its delay.
 """
 
 from __future__ import annotations

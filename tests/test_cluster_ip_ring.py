@@ -69,7 +69,8 @@ def test_every_reachable_page_is_stored_once(ring_changes) -> None:  # type: ign
     assert set(stored) == expected, f"lost: {sorted(expected - set(stored))[:5]}"
     assert [u for u, n in stored.items() if n > 1] == [], "a page stored by two machines"
     print(f"reachable {len(expected)} on {len({host(u) for u in expected})} hosts; stored by a {len(pages['a'])}, "
-          f"b {len(pages['b'])}, c {len(pages['c'])}; fetched twice {sum(n > 1 for n in requested.values())}")
+          f"b {len(pages['b'])}, c {len(pages['c'])}; fetched twice {sum(n > 1 for n in requested.values())}; elapsed "
+          f"{max(s['elapsed_seconds'] for s in stats.values()):.1f} s")
 
 
 def test_the_survivors_hand_on_the_hosts_of_the_ips_that_go_back_to_b(ring_changes) -> None:  # type: ignore[no-untyped-def]
