@@ -208,7 +208,7 @@ class LinkRouter:
                 self.taken.discard(authority)
                 self._hand(authority, to, self._queued(vs, "handed_off_ip"))
                 moved += 1
-        self.taken = {a for a in self.taken if a in hosts}  # the others' answers decide too
+        self.taken = {a for a in self.taken if a in hosts}  # no visit state yet (URLs in the sieve): likewise
         return moved
 
     def _queued(self, vs: VisitState, reason: str) -> list[str]:

@@ -60,7 +60,8 @@ of it (its WARC-Date, the start, plus its metadata's ``fetchTimeMs``) and its ro
 visit state this agent makes for it is not fetched (robots.txt first: its own rules set the delay
 from then on) before that end plus the Crawl-delay. Not covered: a fetch the old owner had in flight
 (not stored), a last fetch that was a robots.txt (no fetch time: its start is taken), and the hosts a
-rejoining machine takes back while it still has their visit states (only the host delay then).
+rejoining machine takes back while it still has their visit states (only the larger of the host and
+IP delays then).
 The gone machine's fetches in flight were not stored, so they are fetched again: the only repeats.
 When a machine rejoins, the agents that lose hosts to it purge them (:func:`hand_over`) and hand on
 the hosts of the IPs that now hash to it (``LinkRouter.follow_ips``) while paused with no fetch in
