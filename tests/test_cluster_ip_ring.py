@@ -8,7 +8,7 @@ the hosts of one IP have owners by name on several machines, which hand them to 
 c. b comes back with ``--resume``: the others hand its IPs back, the hosts they had resolved
 included (``LinkRouter.follow_ips``), and b starts no sooner than the IP delay after they paused.
 Judged from the web's request log and the WARC files (warcio): per IP, no two fetches closer than
-the IP delay over the whole crawl, before the kill, between it and the rejoin and after, whichever
+the IP delay over the whole crawl, before the kill, between it and b's restart and after, whichever
 machines made them; every reachable page stored exactly once across the three archives; and the
 survivors did hand on hosts they had resolved when b rejoined.
 """
@@ -36,22 +36,22 @@ def ring_changes(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
     root: Path = tmp_path_factory.mktemp("ipring")
     errors: dict[str, str] = {}
     with three_machines(root, WEB_IPS, ("--set", f"politeness.ip_delay={IP_DELAY}")) as crawl:
-        killed, stored_at_crash = crawl.kill_b_and_bring_it_back()
-        rejoined = time.monotonic()
+        killed, _ = crawl.kill_b_and_bring_it_back()
+        restarted = time.monotonic()  # b started again: it rejoins once the others handed its IPs back
         for node in NODES:
             errors[node] = finish(crawl.machines[node], root, node, 240)
     for node in NODES:
         assert crawl.machines[node].returncode == 0, f"machine {node}: {errors[node]}"
     stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in NODES}
-    return crawl.web.model, crawl.expected, crawl.log, stats, crawl.stored(NODES), (killed, rejoined)
+    return crawl.web.model, crawl.expected, crawl.log, stats, crawl.stored(NODES), (killed, restarted)
 
 
 def test_no_ip_is_fetched_closer_than_the_ip_delay_across_the_ring_changes(ring_changes) -> None:  # type: ignore[no-untyped-def]
-    _, _, log, _, _, (killed, rejoined) = ring_changes
+    _, _, log, _, _, (killed, restarted) = ring_changes
     close = [(ip, b) for ip, records in by_key(log, "ip").items()
              for a, b in zip(records, records[1:]) if b.start - a.end < IP_DELAY]
-    phases = Counter("before the kill" if b.start < killed else "before the rejoin" if b.start < rejoined
-                     else "after the rejoin" for _, b in close)
+    phases = Counter("before the kill" if b.start < killed else "before b restarted" if b.start < restarted
+                     else "after b restarted" for _, b in close)
     print(f"IP delay violations: {len(close)} over {len({ip for ip, _ in close})} of "
           f"{len(by_key(log, 'ip'))} IPs ({dict(phases)}); requests {len(log)}")
     assert not close, f"IP delay violated: {dict(phases)}"
