@@ -148,7 +148,7 @@ class Fetchers:
     async def visit(self, vs: VisitState, k: int) -> None:
         """Fetch robots.txt if due, else the host's next allowed URL; release ``vs`` in every case."""
         crew, frontier = self.crew, self.crew.frontier
-        if crew.stopping:
+        if crew.stopping or vs.phase is Phase.PURGED:  # purged while held by a paused fetcher: another machine's now
             frontier.release(vs, time.monotonic(), host_next=vs.next_fetch)
             return
         if vs.robots_due(time.time(), crew.config.robots.expiry):

@@ -237,7 +237,8 @@ class Machines:
         then crawl."""
         assert self.ring is not None
         others = [n for n in self.ring.live if n != self.config.node]
-        await asyncio.sleep(self.supervisor.config.politeness.host_delay)  # another's last fetch of a host may just have ended
+        politeness = self.supervisor.config.politeness  # another's last fetch of a host or IP may just have ended
+        await asyncio.sleep(max(politeness.host_delay, politeness.ip_delay))
         await self.supervisor.command({"cmd": "ring", "live": self.live, "sources": others})
         self.joining = False
         self.rejoins.append(self.config.node)

@@ -71,7 +71,12 @@ class LinkRouter:
     yet read that machine's archive, would fetch again the pages stored there. Released, they are
     taken if this agent's ring is now the sender's, else routed by name on its ring: a hand-off
     made on a ring this agent has left (a machine rejoined meanwhile) is the host's owner's to
-    decide again, or two machines would crawl the host.
+    decide again, or two machines would crawl the host. When the ring grows (a machine rejoins:
+    adding its points moves IPs to it alone), the IPs that moved leave this agent whole, while it is
+    paused with no fetch in flight (:meth:`follow_ips`): the hosts it crawls there are handed on as at
+    their DNS answer, a taken one relayed (its owner by name still sends its links here), and its
+    earlier hand-offs follow their IP. When a machine leaves, only its IPs move, and the hosts handed
+    to it are taken back and handed again by the new ring (:meth:`settle`).
 
     A host this agent gives up when a machine rejoins (:meth:`give`, :meth:`settle`) is purged but its
     URLs are kept (``given``): its sieve will not let them through again, and they are queued again past
@@ -159,13 +164,61 @@ class LinkRouter:
             return False
         to = self.ring.owner(ip)
         if self.ring.agents_list[to][0] == self.node:
+            if self._by_name(authority) != self.index:  # no longer taken since a ring change (follow_ips): its IP's again
+                self.taken.add(authority)
             return False
+        vs.ip = ip  # kept with the purged visit state: where its hand-off goes follows the ring (follow_ips)
         urls = self.crew.frontier.distributor.hand_off(vs)
         self.crew.frontier.refused(vs, "handed_off_ip")
-        self.handed_to[authority] = to
-        self.handed_urls[authority] = list(urls)
-        self._forward(urls)
+        self._hand(authority, to, urls)
         return True
+
+    def _hand(self, authority: str, to: int, urls: list[str]) -> None:
+        """Hand the host ``authority`` to global agent ``to`` with its queued ``urls``; later links follow."""
+        self.handed_to[authority] = to
+        self.handed_urls[authority] = urls
+        self._forward(urls)
+
+    def follow_ips(self) -> int:
+        """After the ring grew (a machine rejoined), while no fetch is in flight: every IP whose hash moved
+        to another machine's agent leaves this agent whole, or the two machines would crawl it at once.
+        Each host it crawls at such an IP (its own by name, or taken) is handed on to that agent as at
+        its DNS answer: its queued URLs go there, later links and URLs leaving the sieve follow
+        (``handed_to``; a host it had taken is relayed so); a host handed by it earlier goes to the IP's
+        agent now; and a host taken but not resolved yet is no longer taken, so that its DNS answer
+        decides (``hand_off``). A host pinned by ``[[credentials]]`` stays. Returns how many hosts it
+        handed on."""
+        assert isinstance(self.ring, GlobalRing)
+        ring, frontier = self.ring, self.crew.frontier
+        hosts = frontier.distributor.host_to_visit_state
+        for authority in self.handed_to:
+            ip = frontier.distributor.ip_of(authority)  # None: handed before a restart, where it went relays it
+            if ip is not None and ring.agents_list[to := ring.owner(ip)][0] != self.node:
+                self.handed_to[authority] = to
+        moved = 0
+        for vs in list(hosts.values()):
+            authority = vs.scheme_authority
+            if vs.phase is Phase.PURGED or host_of(authority) in self.pinned:
+                continue
+            if vs.entry is None or vs.ip is None:  # not resolved yet: its answer decides
+                self.taken.discard(authority)
+                continue
+            to = ring.owner(vs.ip)
+            if ring.agents_list[to][0] != self.node:
+                self.taken.discard(authority)
+                self._hand(authority, to, self._queued(vs, "handed_off_ip"))
+                moved += 1
+        self.taken = {a for a in self.taken if a in hosts}  # no visit state yet (URLs in the sieve): likewise
+        return moved
+
+    def _queued(self, vs: VisitState, reason: str) -> list[str]:
+        """Purge ``vs``, returning its URLs (to retry, due, queued in memory and on disk) for where its host
+        goes; those that leave the sieve later collect in the distributor's ``forward``."""
+        frontier = self.crew.frontier
+        retry = [vs.scheme_authority + vs.retry_path.decode()] if vs.retry_path is not None else []
+        urls = [*retry, *frontier.distributor.hand_off(vs)]
+        frontier.purge(vs, reason)
+        return urls
 
     def forward_handed(self) -> None:
         """Send on the URLs of handed hosts that left the sieve meanwhile; keep those of hosts given up."""
@@ -185,10 +238,7 @@ class LinkRouter:
     def give(self, vs: VisitState) -> None:
         """Purge the host of ``vs``, which another machine's agent owns now, keeping the URLs it had queued
         (and those that leave the sieve later) in case it comes back: the sieve will not let them through again."""
-        frontier = self.crew.frontier
-        retry = [vs.scheme_authority + vs.retry_path.decode()] if vs.retry_path is not None else []
-        self.given[vs.scheme_authority] = [*retry, *frontier.distributor.hand_off(vs)]
-        frontier.purge(vs, "handed_over")
+        self.given[vs.scheme_authority] = self._queued(vs, "handed_over")
 
     def _revive(self, authority: str) -> list[str]:
         """A host given up comes back to this agent: a URL of it makes a new visit state; the URLs to queue
@@ -252,35 +302,36 @@ class LinkRouter:
         return (any(agents[to][0] not in live for to in self.handed_to.values())
                 or any(ring.owner(host_of(authority)) == me for authority in self.given))
 
-    def settle(self, before: Sequence[str], rejoined: bool) -> Settled:
+    def settle(self, before: Sequence[str]) -> Settled:
         """The hand-offs after the ring changed from ``before`` to the live machines (``route_by``), while no
-        fetch is in flight or the machines concerned are gone. Hosts this agent no longer owns by name
-        are no longer handed by it: given up (``given``). It takes back (and crawls itself: its skip set
-        holds their stored pages) the hosts it handed to a machine gone; a hand-off to a live machine
-        stands, also when its own machine ``rejoined`` (the ring is the one it handed them on). When its
-        own machine rejoined, it gives up the hosts handed to it: the others took them back meanwhile. A
-        host taken whose owner by name rejoined is given up unless its IP is still this agent's on the
-        ring (that owner would hand it right back). Hosts given up that it owns again (their machine
-        left again) are revived."""
-        assert isinstance(self.ring, GlobalRing)
+        fetch is in flight or the machines concerned are gone. Hosts this agent owned by name and no
+        longer does are no longer handed by it: given up (``given``); those it only relays keep going
+        where it relays them (``follow_ips``). It takes back the hosts it handed to a machine gone: they
+        are new again, resolved and handed by the new ring's owner of their IP (or crawled here: its skip
+        set, and that of every other survivor, holds the pages the machine gone stored); a hand-off to a
+        live machine stands, also when its own machine rejoined (the ring is the one it handed them on,
+        and ``follow_ips`` moves it if the IP moved). A host taken whose owner by name rejoined is given
+        up unless its IP is still this agent's on the ring (that owner would hand it right back); one
+        taken before this agent's own machine left stays if its IP is still this agent's (its crawler
+        meanwhile hands it back: ``follow_ips``), else ``follow_ips`` hands it on. Hosts given up that
+        it owns again (their machine left again) are revived."""
+        assert isinstance(self.ring, GlobalRing) and self.members is not None
         distributor, agents = self.crew.frontier.distributor, self.ring.agents_list
-        for authority in [a for a in self.handed_to if self._by_name(a) != self.index]:
+        old, me = GlobalRing(self.members, before), (self.node, self.index)
+        for authority in [a for a in self.handed_to if self._by_name(a) != self.index
+                          and old.agents_list[old.owner(host_of(a))] == me]:
             del self.handed_to[authority]  # still in the distributor's handed_off: its URLs leaving the sieve are kept
             self.given[authority] = self.handed_urls.pop(authority, [])
         joined = set(self.live) - set(before)
-        if rejoined:
-            given_up, self.taken = self.taken, set()
-        else:
-            given_up = {a for a in self.taken if agents[self.ring.owner(host_of(a))][0] in joined
-                        and not self._ip_mine(distributor.ip_of(a))}
-            self.taken -= given_up
+        given_up = {a for a in self.taken if agents[self.ring.owner(host_of(a))][0] in joined
+                    and not self._ip_mine(distributor.ip_of(a))}
+        self.taken -= given_up
         back = [a for a, to in self.handed_to.items() if agents[to][0] not in self.live]
         urls = []
         for authority in back:
             del self.handed_to[authority]
             distributor.handed_off.discard(authority)
             distributor.host_to_visit_state.pop(authority, None)  # purged: a URL of it makes a new one
-            self.taken.add(authority)
             urls += self.handed_urls.pop(authority, [])
         revived = [a for a in self.given if a not in given_up and self.owner(a) == self.index]
         for authority in revived:
@@ -310,6 +361,7 @@ class LinkRouter:
             if parent.startswith(HANDED):
                 same_ring, page = self._handed_on(parent)
                 if same_ring:
+                    links, contexts = self._pass_on(parent, links, contexts)
                     self._take(links)
                     self.crew.frontier.discover(links, page, contexts)
                     continue
@@ -419,17 +471,12 @@ class LinkRouter:
         if parent.startswith(HANDED):  # the owner by name hands these hosts to this agent
             same_ring, page = self._handed_on(parent)
             if same_ring:
+                links, contexts = self._pass_on(parent, links, contexts)
                 self._take(links)
                 return page, links, contexts
             self._hold(parent, links, contexts)  # the sender's takeover may be ahead of this agent's
             return None, [], None
-        if self.handed_to:
-            handed = [split(url)[0] in self.handed_to for url in links]
-            if any(handed):
-                self._send_theirs([u for u, h in zip(links, handed) if h], parent,
-                                  [c for c, h in zip(contexts, handed) if h] if contexts is not None else None)
-                links = [u for u, h in zip(links, handed) if not h]
-                contexts = [c for c, h in zip(contexts, handed) if not h] if contexts is not None else None
+        links, contexts = self._pass_on(parent, links, contexts)
         owners = [self.owner_of(url) for url in links]
         if all(who == me for who in owners):
             return parent, links, contexts
@@ -437,6 +484,20 @@ class LinkRouter:
         rest = [i for i, who in enumerate(owners) if who != me]
         self._hold(parent, [links[i] for i in rest], [contexts[i] for i in rest] if contexts is not None else None)
         return parent, [links[i] for i in keep], [contexts[i] for i in keep] if contexts is not None else None
+
+    def _pass_on(self, parent: str, links: list[str], contexts: list[LinkContext] | None
+                 ) -> tuple[list[str], list[LinkContext] | None]:
+        """Send the links of hosts this agent handed to their IP's agent there (those it had taken included:
+        their owner by name still sends them here, ``follow_ips``); the others."""
+        if not self.handed_to:
+            return links, contexts
+        handed = [split(url)[0] in self.handed_to for url in links]
+        if any(handed):
+            self._send_theirs([u for u, h in zip(links, handed) if h], parent,
+                              [c for c, h in zip(contexts, handed) if h] if contexts is not None else None)
+            links = [u for u, h in zip(links, handed) if not h]
+            contexts = [c for c, h in zip(contexts, handed) if not h] if contexts is not None else None
+        return links, contexts
 
     def _hold(self, parent: str, links: list[str], contexts: list[LinkContext] | None) -> None:
         if not self.held:

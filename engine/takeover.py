@@ -60,10 +60,14 @@ of it (its WARC-Date, the start, plus its metadata's ``fetchTimeMs``) and its ro
 visit state this agent makes for it is not fetched (robots.txt first: its own rules set the delay
 from then on) before that end plus the Crawl-delay. Not covered: a fetch the old owner had in flight
 (not stored), a last fetch that was a robots.txt (no fetch time: its start is taken), and the hosts a
-rejoining machine takes back while it still has their visit states (only the host delay then).
+rejoining machine takes back while it still has their visit states (only the larger of the host and
+IP delays then).
 The gone machine's fetches in flight were not stored, so they are fetched again: the only repeats.
-When a machine rejoins, the agents that lose hosts to it purge them (:func:`hand_over`) while
-paused with no fetch in flight (``engine/machines.py``), before it reads their archives and starts.
+When a machine rejoins, the agents that lose hosts to it purge them (:func:`hand_over`) and hand on
+the hosts of the IPs that now hash to it (``LinkRouter.follow_ips``) while paused with no fetch in
+flight (``engine/machines.py``), before it reads their archives and starts, the larger of the host
+and IP delays after the last of them named it: so no host and no IP is fetched by two machines
+closer than its delay.
 """
 
 from __future__ import annotations
@@ -97,6 +101,7 @@ class Takeover:
 
     sources: list[str]  # the machines whose archives it read: those gone, or on a rejoin the others
     handed_over: int = 0  # hosts it purged: another machine's agent owns them now (a machine rejoined)
+    handed_on: int = 0  # hosts it crawled whose IP another machine's agent owns now (a machine rejoined)
     skipped: int = 0  # pages the machines gone stored, of hosts this agent now owns: never fetched again
     rederived: int = 0  # links of the machines gone's pages that this agent now owns, offered to its sieve
     rerouted: int = 0  # links of this agent's own pages to a host that moved, routed again
@@ -123,7 +128,7 @@ def stored_in(folder: Path, rules: LinkRules, max_body_bytes: int) -> Iterator[R
 
 def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], skip: set[int], seeds: Sequence[str],
               sources: Mapping[str, Path], own: tuple[Path, str], rules: LinkRules, max_body_bytes: int,
-              crawl_delay: Callable[[bytes], float | None], rejoined: bool = False) -> Takeover:
+              crawl_delay: Callable[[bytes], float | None]) -> Takeover:
     """Route by the ring over ``live`` instead of ``before`` and take this agent's share of the hosts
     that moved to it, in the steps of the module's docstring: step 1 reads the archives of
     ``sources`` (node → its output folder: the machines gone, or on a rejoin every other live one)
@@ -132,11 +137,13 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     started = time.monotonic()
     old = GlobalRing(router.members, before)
     router.route_by(live)
-    settled = router.settle(before, rejoined)
+    settled = router.settle(before)
     frontier = router.crew.frontier
     given_up = settled.given_up
     report = Takeover(sorted(sources), reclaimed=len(settled.back), revived=len(settled.revived),
                       handed_over=hand_over(router, lambda a: a not in given_up))
+    if set(live) - set(before):  # a machine rejoined: this one's supervisor paused its agents till no fetch is in flight
+        report.handed_on = router.follow_ips()
     reclaimed = set(settled.back)  # the links to them this agent had forwarded before its sieve are in its archive
     moved: dict[str, bool] = {}
 
@@ -227,11 +234,12 @@ class Takeovers:
         gone = sorted(set(before) - set(live))
         if not gone and not sources:
             router.route_by(live)
-            router.settle(before, False)  # given up: no longer taken, so purged below
+            router.settle(before)  # given up: no longer taken, so purged below
             router.release_held()
             handed = hand_over(router, lambda authority: router.owner(authority) == router.index)
-            if handed:
-                self.done.append(Takeover([], handed_over=handed))
+            moved = router.follow_ips() if set(live) - set(before) else 0  # paused: no fetch in flight
+            if handed or moved:
+                self.done.append(Takeover([], handed_over=handed, handed_on=moved))
             return
         c = config.cluster
         root = Path(c.machines_root) if c.machines_root else config.out_dir.parent
@@ -241,7 +249,7 @@ class Takeovers:
         agent, most = config.engine.user_agent, config.politeness.max_crawl_delay
         report = take_over(router, before, live, self.skip, self.seeds, {n: root / n for n in [*gone, *sources]},
                            (self.checkpointer.warc, self.checkpointer.prefix), self.rules, config.network.max_body_bytes,
-                           lambda body: RobotsRules.parse(body, agent, max_crawl_delay=most).crawl_delay, rejoined)
+                           lambda body: RobotsRules.parse(body, agent, max_crawl_delay=most).crawl_delay)
         self.done.append(report)
         print(f"crawl: agent {router.index} of {c.node}: took over its share of {', '.join(report.sources)}: "
               f"{report.skipped} pages stored there skipped, {report.rederived} links re-derived, "

@@ -116,6 +116,7 @@ class ThreeMachines:
     expected: set[str]
     broker: str
     machines: dict[str, subprocess.Popen[str]]
+    extra: tuple[str, ...] = ()  # more arguments of every machine's command line
     log: list[Any] = field(default_factory=list)
 
     def kill_b_and_bring_it_back(self) -> tuple[float, list[str]]:
@@ -130,7 +131,7 @@ class ThreeMachines:
         stored_at_crash = records_at_crash(root / "b")
         assert wait_manifest(root / "a", ["a", "c"], 60), "a never took b out of its ring"
         assert requests_after(web, killed, 10, lambda _, ip: of_b(ip)).wait(60), "the survivors did not crawl b's hosts"
-        machines["b"] = start(root, "b", self.seeds, web, self.broker, "--resume")
+        machines["b"] = start(root, "b", self.seeds, web, self.broker, *self.extra, "--resume")
         return killed, stored_at_crash
 
     def stored(self, nodes: Sequence[str]) -> dict[str, list[str]]:
@@ -140,16 +141,16 @@ class ThreeMachines:
 
 
 @contextmanager
-def three_machines(root: Path) -> Iterator[ThreeMachines]:
-    """Start a, b and c on an in-vitro web (its first 6 home pages the seeds) and a nats-server; at the end
-    of the block, kill any machine still running and stop the web."""
-    web = WebThread(WEB, root / "requests.jsonl")
+def three_machines(root: Path, params: WebParams = WEB, extra: tuple[str, ...] = ()) -> Iterator[ThreeMachines]:
+    """Start a, b and c (``extra`` on their command lines) on an in-vitro web (its first 6 home pages the
+    seeds) and a nats-server; at the end of the block, kill any machine still running and stop the web."""
+    web = WebThread(params, root / "requests.jsonl")
     seeds = web.web.seeds[:6]
     crawl = None
     try:
         with nats_server(root / "nats") as broker:
             crawl = ThreeMachines(root, web, seeds, reachable(web.model, seeds), broker.url,
-                                  {node: start(root, node, seeds, web, broker.url) for node in NODES})
+                                  {node: start(root, node, seeds, web, broker.url, *extra) for node in NODES}, extra)
             try:
                 yield crawl
             finally:
