@@ -16,7 +16,7 @@ earlier crawl) and then reads its archive back ``--runs`` times with each reader
 Both readers must give the same ``Replayed`` sequence (checked on every run). Figures: the best and
 the median CPU µs (``time.process_time``: the machine is shared) per fetch read.
 
-    python -m bench.replay_bench                              # a 60-s crawl of 300 hosts, 5 runs
+    python -m bench.replay_bench                              # a 30-s crawl of 300 hosts, 5 runs
     python -m bench.replay_bench --folder OUT --runs 3        # an earlier crawl's output folder
 """
 
@@ -169,7 +169,7 @@ def measure(folder: Path, runs: int) -> dict[str, dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folder", type=Path, help="an earlier crawl's output folder (no crawl then)")
-    parser.add_argument("--crawl-seconds", type=float, default=60.0)
+    parser.add_argument("--crawl-seconds", type=float, default=30.0)
     parser.add_argument("--hosts", type=int, default=300)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()

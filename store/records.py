@@ -2,12 +2,15 @@
 
 A takeover reads whole archives back (``engine/takeover.py``), and so does an agent resuming after a
 crash (``engine/resume.py``), fetching nothing meanwhile. Through warcio's ``ArchiveIterator`` that
-cost about 267 µs of CPU per fetch, three quarters of it in warcio's record loading and header
-parsing (a buffered reader, a limit reader and a header object per record, the HTTP head parsed
-for every response); ``bench/replay_bench.py`` measures both readers. This module reads only what
-is asked: each member is inflated whole (ISA-L), the WARC head's lines are split and kept in a
-dict, the block is a slice, and an HTTP head is parsed only for the records whose payload a caller
-reads (:meth:`Record.http`).
+cost some 180 µs of CPU per fetch on the shared 2-core machine, three quarters of it in warcio's
+record loading and header parsing (buffered and limit readers and header objects per record, the
+HTTP head parsed for every response). Through this module replay costs some 80 µs a fetch
+(``bench/replay_bench.py``; a third of it inflating the members, which no reader avoids, a quarter
+splitting the metadata record's eighty-odd links), for it reads only what is asked: each
+member is inflated whole (ISA-L), a record whose first field says it is of a kind not asked for is
+passed over, a plain head (printable ASCII, CRLF lines, no continuation: every head
+``store/warc.py`` writes) is searched for the fields asked rather than split, the block is a slice,
+and an HTTP head is parsed only for the records whose payload a caller reads (:meth:`Record.http`).
 
 What is read is exactly what warcio reads from the same bytes, for what ``store/warc.py`` writes:
 
@@ -15,8 +18,8 @@ What is read is exactly what warcio reads from the same bytes, for what ``store/
   ``\\n`` and are right-stripped, each decoded as UTF-8 or else ISO-8859-1; the first line that
   strips to nothing ends the head; a name ends at the first ``:`` and its value is left-stripped;
   a line beginning with a space or a tab continues the value before it; a line with no ``:`` is
-  dropped; the first field of a name (any case) is the one given. ``tests/test_records.py``
-  checks this against warcio over arbitrary heads;
+  dropped; the first field of a name (any case) is the one given. ``tests/test_resume_reader.py``
+  checks this against warcio over arbitrary heads, and the whole reader on crawled archives;
 * the block is ``Content-Length`` bytes (0 when that is not a non-negative number, the rest of the
   member when it is absent), ``WARC-Target-URI`` loses enclosing ``<>`` and has its spaces
   percent-encoded, and a record has an HTTP head only where warcio parses one (a request, response
