@@ -178,23 +178,27 @@ def status_code(head: Head) -> str:
     return parts[1].strip().split(" ", 1)[0] if len(parts) > 1 else ""
 
 
-def records(f: BinaryIO, kinds: Collection[str] | None = None) -> Iterator[Record]:
-    """The records of a WARC file written by ``store/warc.py``, from ``f``'s position (a member's start);
-    only those of ``kinds`` if given: the others' heads are not parsed where their first field says their kind."""
+def records(f: BinaryIO, kinds: Collection[str]) -> Iterator[Record]:
+    """The records of ``kinds`` in a WARC file written by ``store/warc.py``, from ``f``'s position (a member's
+    start). The others' heads are not parsed where the first field says the kind, as store/warc.py writes it."""
     for data in gzip_members(f):
         kind: str | None = None
-        if data.startswith(_TYPE_FIRST):  # as store/warc.py writes every record: the kind is known
+        if data.startswith(_TYPE_FIRST):
             end = data.find(b"\r\n", len(_TYPE_FIRST))
-            if end > 0 and (word := data[len(_TYPE_FIRST) : end]).isalpha():  # letters only: nothing to strip
+            word = data[len(_TYPE_FIRST) : end]
+            # letters only, and no continuation line after: the whole value, nothing to strip
+            if end > 0 and word.isalpha() and data[end + 2 : end + 3] not in (b" ", b"\t"):
                 kind = word.decode()
-                if kinds is not None and kind not in kinds:
+                if kind not in kinds:
                     continue
         head = parse_head(data)
-        if head is None or not head.first.upper().startswith(_WARC_VERSIONS):
+        if head is None or not head.first:
+            continue  # an empty member, or a blank first line: to warcio a record of no fields, no kind
+        if not head.first.upper().startswith(_WARC_VERSIONS):
             raise ValueError(f"not a WARC record: {data[:40]!r}")
         if kind is None:
             kind = head.get("warc-type")
-            if kinds is not None and kind not in kinds:
+            if kind not in kinds:
                 continue
         length: int | None = None
         if (text := head.get("content-length")) is not None:

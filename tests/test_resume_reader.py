@@ -10,6 +10,7 @@ the metadata links, are also checked against warcio's parser and ``store.recover
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import signal
@@ -116,6 +117,23 @@ def test_a_response_with_its_metadata_record_cut_off_gives_its_bodys_links(archi
     pages = new(data[:cut])
     assert pages == old(data[:cut])
     assert pages[-1].links, "an in-vitro page links to others"
+
+
+ODD_MEMBERS = (
+    b"",  # an empty member: to warcio no record
+    b"\r\nnot a record\r\n",  # a blank first line: a record of no fields, no kind
+    b"WARC/1.1\r\nWARC-Type: metadata\r\n continued\r\nContent-Length: 0\r\n\r\n\r\n\r\n",  # kind "metadata continued"
+    b"WARC/1.1\r\nwarc-type:  metadata \r\nX-\xe9: y\r\nContent-Length: 4\r\n\r\nab\n\r\r\n\r\n",  # Latin-1, of no fetch
+)
+
+
+def test_odd_members_between_a_response_and_its_metadata_record_read_as_warcio_read_them(archive: list[Path]) -> None:
+    path = archive[0]
+    data = path.read_bytes()
+    records = list(warc_records(path))
+    at = next(m.offset for r, m in zip(records, records[1:], strict=False) if r.kind == "response" and m.kind == "metadata")
+    odd = data[:at] + b"".join(gzip.compress(member) for member in ODD_MEMBERS) + data[at:]
+    assert new(odd) == old(odd) == old(data)
 
 
 # -- the hand-written parts against what they replace, on arbitrary input ----------------------------
