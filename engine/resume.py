@@ -149,11 +149,11 @@ def _values(text: str, name: str) -> list[str]:
     if first < 0:
         return []
     run = text[first:last]  # from the first such line to the last, not included
-    values = run.split(sep)
-    if run.count("\r\n") != len(values) - 1:  # other lines among them: cut each value at its line's end
+    values = run.split(sep)[1:]
+    if run.count("\r\n") != len(values):  # other lines among them: cut each value at its line's end
         return [value.partition("\r\n")[0] for value in text.split(sep)[1:]]
-    values[0] = text[last + len(sep) :].partition("\r\n")[0]  # the last (values[0] is the empty start of run)
-    return [*values[1:], values[0]]
+    values.append(text[last + len(sep) :].partition("\r\n")[0])
+    return values
 
 
 def _response(record: Record) -> tuple[int, Head, bytes] | None:
@@ -169,7 +169,7 @@ def _robots_body(record: Record, limit: int) -> bytes:
     response = _response(record)
     if response is None or not 200 <= response[0] < 300:
         return b""
-    status, head, payload = response
+    _, head, payload = response
     return decode_body(payload, head.get("content-encoding"), limit)
 
 
