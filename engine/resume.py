@@ -104,8 +104,8 @@ def replay_file(f: BinaryIO, *, rules: LinkRules, max_body_bytes: int) -> Iterat
     """What :func:`replay` yields for one WARC file, read from ``f``'s position to its end, or to its first
     torn member (which is left out, with all after it).
 
-    Read with ``store/records.py``, not warcio's ``ArchiveIterator``, which cost 2.3 times as much CPU per
-    fetch (``bench/replay_bench.py``); an HTTP head is parsed only for what the metadata record does not
+    Read with ``store/records.py``, not warcio's ``ArchiveIterator``, which cost 2.4 to 2.5 times as much CPU
+    per fetch (``bench/replay_bench.py``); an HTTP head is parsed only for what the metadata record does not
     say: a robots.txt's body, and the links of a response that has no metadata record. The same
     ``Replayed`` come out as through warcio (``tests/test_resume_reader.py``).
     """

@@ -2,11 +2,11 @@
 
 A takeover reads whole archives back (``engine/takeover.py``), and so does an agent resuming after a
 crash (``engine/resume.py``), fetching nothing meanwhile. Through warcio's ``ArchiveIterator`` that
-cost some 180 µs of CPU per fetch on the shared 2-core machine, three quarters of it in warcio's
+cost some 170 µs of CPU per fetch on the shared 2-core machine, three quarters of it in warcio's
 record loading and header parsing (buffered and limit readers and header objects per record, the
-HTTP head parsed for every response). Through this module replay costs some 80 µs a fetch
-(``bench/replay_bench.py``; a third of it inflating the members, which no reader avoids, a quarter
-splitting the metadata record's eighty-odd links), for it reads only what is asked: each
+HTTP head parsed for every response). Through this module replay costs some 70 µs a fetch
+(``bench/replay_bench.py``; some 40 % of it inflating the members, which no reader avoids, some 30 %
+finding the eighty-odd links of each metadata record), for it reads only what is asked: each
 member is inflated whole (ISA-L), a record whose first field says it is of a kind not asked for is
 passed over, a plain head (printable ASCII, CRLF lines, no continuation: every head
 ``store/warc.py`` writes) is searched for the fields asked rather than split, the block is a slice,
