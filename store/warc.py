@@ -65,8 +65,12 @@ PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-d
 PROFILE_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 _GZIP = 31  # wbits for a gzip header and trailer
 _SCAN_CHUNK = 1 << 20
+# Members are scanned from pieces of the file this long: at the end of a member the decompressor
+# copies the input left over (``unused_data``), so pieces of a megabyte would be copied whole once
+# per record (some 5 KB), which made the scan of a 48 MB file cost 0.78 CPU-s instead of 0.3
+GZIP_PIECE = 1 << 14
 # isal's stubs type ``error`` as an instance; it is the exception class IsalError
-_BAD_GZIP: tuple[type[Exception], ...] = (zlib.error, cast("type[Exception]", isal_zlib.error))
+BAD_GZIP: tuple[type[Exception], ...] = (zlib.error, cast("type[Exception]", isal_zlib.error))
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,12 +144,12 @@ def end_of_complete_members(path: Path) -> int:
     with open(path, "rb") as f:
         while True:
             if not data:
-                data = f.read(_SCAN_CHUNK)
+                data = f.read(GZIP_PIECE)
                 if not data:
                     return end
             try:  # output is bounded, so a member of a million zeros costs no memory
                 decompressor.decompress(data, _SCAN_CHUNK)
-            except _BAD_GZIP:
+            except BAD_GZIP:
                 return end
             rest = decompressor.unused_data if decompressor.eof else decompressor.unconsumed_tail
             offset += len(data) - len(rest)

@@ -22,6 +22,7 @@ SMOKE = {
     "warc": ["bench.warc_bench", "--pages", "100", "--runs", "1"],
     "store": ["bench.store_bench", "--pages", "100", "--rounds", "1", "--crawl-seconds", "2", "--hosts", "100"],
     "parse": ["bench.parse_bench", "--pages", "20", "--repeat", "1"],
+    "replay": ["bench.replay_bench", "--crawl-seconds", "3", "--hosts", "30", "--runs", "1"],
     "cold_pages": ["bench.cold_pages", "--pages", "30", "--rounds", "1", "--gaps", "0", "1"],
     "fetch": ["bench.fetch_bench", "--seconds", "1", "--rounds", "1", "--workers", "20"],
     "frontier_memory": ["bench.frontier_memory", "--urls", "60000", "--step", "20000", "--hosts", "500",
