@@ -73,7 +73,6 @@ closer than its delay.
 from __future__ import annotations
 
 import dataclasses
-import io
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -92,7 +91,6 @@ from frontier.frontier import Frontier
 from frontier.policy import Revisit
 from frontier.urls import fingerprint, host_of, split
 from frontier.visit_state import Phase
-from store.warc import end_of_complete_members
 
 
 @dataclass
@@ -118,12 +116,11 @@ def archive_of(folder: Path) -> Iterator[Path]:
 
 
 def stored_in(folder: Path, rules: LinkRules, max_body_bytes: int) -> Iterator[Replayed]:
-    """Every fetch a machine's output folder holds; a torn tail (a kill in a write) is left out."""
+    """Every fetch a machine's output folder holds; a torn tail (a kill in a write) is left out: the reader
+    stops at the first member that is not whole."""
     for path in archive_of(folder):
-        end = end_of_complete_members(path)
         with open(path, "rb") as f:
-            data = f.read(end)
-        yield from replay_file(io.BytesIO(data), rules=rules, max_body_bytes=max_body_bytes)
+            yield from replay_file(f, rules=rules, max_body_bytes=max_body_bytes)
 
 
 def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], skip: set[int], seeds: Sequence[str],
