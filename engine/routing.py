@@ -87,7 +87,8 @@ class LinkRouter:
         self._routes = list(range(agents))
         senders = peers(index, agents)
         self.remote: Outbox | None = None
-        self.members, self.node = members, node
+        self.members: list[Member] | None = None  # set by ``widen``
+        self.node = node
         self.handed_to: dict[str, int] = {}  # hosts handed to their IP's machine: to this global agent there
         self.taken: set[str] = set()  # hosts handed to this agent by their owner on another machine
         # per handed host, the URLs this agent's sieve let through before it was handed: offered again,
@@ -101,11 +102,9 @@ class LinkRouter:
         self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
         self.held_since = 0.0  # monotonic time the oldest held links came
         if members is not None:
-            ring = self.ring = GlobalRing(members)
-            self._routes = [i if n == node else -1 - g for g, (n, i) in enumerate(ring.agents_list)]
             senders.append(BRIDGE)
-            # the bridge polls these spools, no bell
-            self.remote = Outbox(links.parent / "remote", index, [g for g, (n, _) in enumerate(ring.agents_list) if n != node])
+            self.remote = Outbox(links.parent / "remote", index, [])  # the bridge polls these spools, no bell
+            self.widen(members)
         self.senders = senders
         self.pinned = pinned_hosts(crew.config.credentials, agents)  # a credential's hosts go with it
         policy = crew.frontier.policy
@@ -290,6 +289,17 @@ class LinkRouter:
     def _ip_mine(self, ip: str | None) -> bool:
         """Whether ``ip`` (None: not resolved here) hashes to this agent on the ring."""
         return ip is not None and self._routes[self.ring.owner(ip)] == self.index
+
+    def widen(self, members: Sequence[Member]) -> None:
+        """Crawl over ``members``: the member list, or it with machines that joined appended (the others keep
+        their places). Their agents get routes and spools; they own hosts once :meth:`route_by` names them live."""
+        members = [(node, agents) for node, agents in members]
+        assert self.members is None or members[:len(self.members)] == self.members, "members are only appended"
+        self.members = members
+        ring = self.ring = GlobalRing(members, self.live or None)
+        self._routes = [i if n == self.node else -1 - g for g, (n, i) in enumerate(ring.agents_list)]
+        assert self.remote is not None
+        self.remote.open_to(g for g, (n, _) in enumerate(ring.agents_list) if n != self.node)
 
     def route_by(self, live: Sequence[str]) -> None:
         """Route by the ring over the ``live`` machines from now on."""

@@ -1,0 +1,108 @@
+"""A machine that was not a member joining a crawl under way (issue 17, item 1), end to end.
+
+Two ``crawl run --cluster`` machines (a and b, one agent each, ``--cluster-size 2``) crawl one
+in-vitro web through one nats-server on loopback, their folders side by side under one root (the
+shared storage). Once a third of the reachable pages are answered, machine c, never a member,
+starts with the same command line and no manifest: it finds the crawl under way, takes the join
+turn, appends itself to the member list, and the others hand its hosts over as to a machine
+rejoining; it reads their archives (what they stored of its hosts is not fetched again) and crawls.
+Judged from the web's request log and the three machines' WARC files (warcio): all three end
+``done`` with the same members and live machines; every reachable page was requested and is
+stored exactly once; no page was fetched twice (the others paused until no fetch was in flight);
+c stored pages, all of hosts the ring over the three gives it (by name, or by IP); and no host or
+IP delay was violated across machines.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from engine.ownership import GlobalRing
+from tests.invitro_harness import WebThread, page_requests, reachable, url_of, when_requests
+from tests.nats_server import nats_server
+from tests.test_agents import check_politeness, warc_records
+from tests.test_cluster_crawl import host
+from tests.test_cluster_leave import WEB, finish, kill_leftovers, start
+
+FIRST, NEWCOMER = ("a", "b"), "c"
+NODES = (*FIRST, NEWCOMER)
+RING = GlobalRing([(node, 1) for node in NODES])  # the members in join order: c appended
+JOIN_TARGET = 30.0  # seconds from c's start to its first fetch
+
+
+def of_c(name: str) -> bool:
+    """Whether a host name or an IP hashes to c on the ring over the three."""
+    return RING.agents_list[RING.owner(name)][0] == NEWCOMER
+
+
+@pytest.fixture(scope="module")
+def machine_joined(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("join")
+    web = WebThread(WEB, root / "requests.jsonl")
+    seeds = web.web.seeds[:6]
+    expected = reachable(web.model, seeds)
+    errors: dict[str, str] = {}
+    try:
+        with nats_server(root / "nats") as broker:
+            answered = when_requests(web, len(expected) // 3)
+            machines = {node: start(root, node, seeds, web, broker.url, size=len(FIRST)) for node in FIRST}
+            try:
+                assert answered.wait(120), "the crawl did not get a third of the way"
+                joined = time.monotonic()
+                machines[NEWCOMER] = start(root, NEWCOMER, seeds, web, broker.url, size=len(FIRST))
+                for node in NODES:
+                    errors[node] = finish(machines[node], root, node, 240)
+            finally:
+                kill_leftovers(machines)
+    finally:
+        log = web.stop()
+    for node in NODES:
+        assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
+    stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in NODES}
+    pages = {node: [uri for kind, uri in warc_records(root / node) if kind in ("response", "revisit")
+                    and not uri.endswith("/robots.txt")] for node in NODES}
+    return web.model, expected, log, stats, pages, joined
+
+
+def test_all_three_end_done_on_one_ring_with_c_appended(machine_joined) -> None:  # type: ignore[no-untyped-def]
+    *_, stats, _, _ = machine_joined
+    assert {s["stop_reason"] for s in stats.values()} == {"done"}
+    for node, s in stats.items():
+        assert s["cluster"]["members"] == [[n, 1] for n in NODES], node
+        assert s["cluster"]["live"] == list(NODES), node
+        assert s["cluster"]["joins"] == [NEWCOMER], node
+        assert s["cluster"]["departures"] == [] and s["cluster"]["rejoins"] == [], node
+
+
+def test_every_reachable_page_is_fetched_and_stored_once(machine_joined) -> None:  # type: ignore[no-untyped-def]
+    model, expected, log, stats, pages, _ = machine_joined
+    requested = Counter(url_of(r, model.port) for r in page_requests(log))
+    assert set(requested) == expected, f"never fetched: {sorted(expected - set(requested))[:5]}"
+    assert [u for u, n in requested.items() if n > 1] == [], "a page fetched twice"
+    stored = Counter(u for node in NODES for u in pages[node])
+    assert set(stored) == expected, f"lost: {sorted(expected - set(stored))[:5]}"
+    assert [u for u, n in stored.items() if n > 1] == [], "a page stored by two machines"
+    check_politeness(log)  # every host and IP, across the three machines
+
+
+def test_c_crawls_its_share_of_the_hosts_soon_after_it_starts(machine_joined) -> None:  # type: ignore[no-untyped-def]
+    model, expected, log, stats, pages, joined = machine_joined
+    assert pages[NEWCOMER], "c stored nothing"
+    ips = {r.host: r.ip for r in log}
+    assert all(of_c(host(u)) or of_c(ips[host(u)]) for u in pages[NEWCOMER]), "c crawled a host that is not its own"
+    handed = sum(t["handed_over"] for node in FIRST for agent in stats[node]["agents"]
+                 for t in agent.get("takeovers", []))
+    assert handed > 0, "a and b purged none of c's hosts"
+    skipped = sum(t["skipped"] for agent in stats[NEWCOMER]["agents"] for t in agent.get("takeovers", []))
+    mine = set(pages[NEWCOMER])
+    first = min(r.start for r in page_requests(log) if url_of(r, model.port) in mine)
+    print(f"reachable {len(expected)}: a stored {len(pages['a'])}, b {len(pages['b'])}, c {len(pages['c'])}; "
+          f"c's first fetch {first - joined:.2f} s after it started; a and b handed {handed} hosts, "
+          f"c skipped {skipped} pages they had stored")
+    assert skipped > 0, "c read no page of the others' archives into its skip set"
+    assert 0 < first - joined < JOIN_TARGET
