@@ -10,7 +10,8 @@ Judged from the web's request log and the three machines' WARC files (warcio): a
 ``done`` with the same members and live machines; every reachable page was requested and is
 stored exactly once; no page was fetched twice (the others paused until no fetch was in flight);
 c stored pages, all of hosts the ring over the three gives it (by name, or by IP); and no host or
-IP delay was violated across machines.
+IP delay was violated across machines. Two newcomers starting at once join one after the other,
+and every machine appends them in the same order.
 """
 
 from __future__ import annotations
@@ -40,13 +41,14 @@ def of_c(name: str) -> bool:
     return RING.agents_list[RING.owner(name)][0] == NEWCOMER
 
 
-@pytest.fixture(scope="module")
-def machine_joined(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    root = tmp_path_factory.mktemp("join")
+def crawl(root: Path, newcomers: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """a and b crawl; once a third of the pages are answered, ``newcomers`` start at once. Every machine's
+    stats and pages (its WARC records, robots.txt left out), the request log, and when they started."""
     web = WebThread(WEB, root / "requests.jsonl")
     seeds = web.web.seeds[:6]
     expected = reachable(web.model, seeds)
     errors: dict[str, str] = {}
+    nodes = (*FIRST, *newcomers)
     try:
         with nats_server(root / "nats") as broker:
             answered = when_requests(web, len(expected) // 3)
@@ -54,19 +56,36 @@ def machine_joined(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no
             try:
                 assert answered.wait(120), "the crawl did not get a third of the way"
                 joined = time.monotonic()
-                machines[NEWCOMER] = start(root, NEWCOMER, seeds, web, broker.url, size=len(FIRST))
-                for node in NODES:
+                for node in newcomers:
+                    machines[node] = start(root, node, seeds, web, broker.url, size=len(FIRST))
+                for node in nodes:
                     errors[node] = finish(machines[node], root, node, 240)
             finally:
                 kill_leftovers(machines)
     finally:
         log = web.stop()
-    for node in NODES:
+    for node in nodes:
         assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
-    stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in NODES}
+    stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in nodes}
     pages = {node: [uri for kind, uri in warc_records(root / node) if kind in ("response", "revisit")
-                    and not uri.endswith("/robots.txt")] for node in NODES}
+                    and not uri.endswith("/robots.txt")] for node in nodes}
     return web.model, expected, log, stats, pages, joined
+
+
+def check_stored_once(model, expected, log, pages) -> None:  # type: ignore[no-untyped-def]
+    """Every reachable page requested once and stored once across the machines; no host or IP delay violated."""
+    requested = Counter(url_of(r, model.port) for r in page_requests(log))
+    assert set(requested) == expected, f"never fetched: {sorted(expected - set(requested))[:5]}"
+    assert [u for u, n in requested.items() if n > 1] == [], "a page fetched twice"
+    stored = Counter(u for urls in pages.values() for u in urls)
+    assert set(stored) == expected, f"lost: {sorted(expected - set(stored))[:5]}"
+    assert [u for u, n in stored.items() if n > 1] == [], "a page stored by two machines"
+    check_politeness(log)  # every host and IP, across the machines
+
+
+@pytest.fixture(scope="module")
+def machine_joined(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    return crawl(tmp_path_factory.mktemp("join"), (NEWCOMER,))
 
 
 def test_all_three_end_done_on_one_ring_with_c_appended(machine_joined) -> None:  # type: ignore[no-untyped-def]
@@ -81,13 +100,7 @@ def test_all_three_end_done_on_one_ring_with_c_appended(machine_joined) -> None:
 
 def test_every_reachable_page_is_fetched_and_stored_once(machine_joined) -> None:  # type: ignore[no-untyped-def]
     model, expected, log, stats, pages, _ = machine_joined
-    requested = Counter(url_of(r, model.port) for r in page_requests(log))
-    assert set(requested) == expected, f"never fetched: {sorted(expected - set(requested))[:5]}"
-    assert [u for u, n in requested.items() if n > 1] == [], "a page fetched twice"
-    stored = Counter(u for node in NODES for u in pages[node])
-    assert set(stored) == expected, f"lost: {sorted(expected - set(stored))[:5]}"
-    assert [u for u, n in stored.items() if n > 1] == [], "a page stored by two machines"
-    check_politeness(log)  # every host and IP, across the three machines
+    check_stored_once(model, expected, log, pages)
 
 
 def test_c_crawls_its_share_of_the_hosts_soon_after_it_starts(machine_joined) -> None:  # type: ignore[no-untyped-def]
@@ -106,3 +119,17 @@ def test_c_crawls_its_share_of_the_hosts_soon_after_it_starts(machine_joined) ->
           f"c skipped {skipped} pages they had stored")
     assert skipped > 0, "c read no page of the others' archives into its skip set"
     assert 0 < first - joined < JOIN_TARGET
+
+
+def test_two_newcomers_at_once_join_one_after_the_other_in_one_order_everywhere(tmp_path: Path) -> None:
+    """c and d start together: one takes the join turn, the other waits for it and then asks with the
+    first appended; all four machines end with the same member list, and the crawl is whole."""
+    model, expected, log, stats, pages, _ = crawl(tmp_path, ("c", "d"))
+    orders = {tuple(tuple(m) for m in s["cluster"]["members"]) for s in stats.values()}
+    assert len(orders) == 1, f"the machines disagree on the members: {orders}"
+    order = [node for node, _ in orders.pop()]
+    assert order[:2] == list(FIRST) and sorted(order[2:]) == ["c", "d"]
+    assert {s["stop_reason"] for s in stats.values()} == {"done"}
+    assert all(s["cluster"]["joins"] == order[2:] for node, s in stats.items() if node in FIRST)
+    assert pages[order[2]], "the first newcomer stored nothing"  # the second may find its share all stored
+    check_stored_once(model, expected, log, pages)
