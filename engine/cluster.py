@@ -8,6 +8,13 @@ view of the crawl is the bucket's keys. A machine waits until ``cluster.size`` m
 then builds the ring (``engine/ownership.py: GlobalRing``) from the sorted member list and writes
 it into its manifest.
 
+**A machine joining** (issue 17, item 1): the member list only grows, in join order, and every
+entry carries it. A machine not among the members that finds entries naming them (:func:`running`)
+joins the crawl under way: it waits for the join turn (the key :data:`TURN`, held by one newcomer
+at a time, so all machines append the newcomers in one order), then puts its entry ``joining``
+with the others' list and itself appended; each other machine that sees it (:func:`newcomer`)
+hands its hosts over as to a machine rejoining (``engine/machines.py``).
+
 **A machine leaving** (issue 17, item 4): when a member's entry expires (no beat for
 ``cluster.ttl`` seconds: it died, or lost the server), every other machine sees its key gone
 from the same bucket, and so builds the same ring over the members still live (a key missing from a view is

@@ -19,7 +19,11 @@ The supervisor (``engine/supervisor.py``) makes one :class:`Machines` when ``clu
   in its ``live``: its handoff is done. Once every live machine names it, the machine's agents take
   the ring with the others' archives as sources (the pages those stored of its hosts go into their
   skip sets, the links they own into their sieves), and it resumes them. So no host is fetched by
-  two machines at once, and no page stored is fetched again.
+  two machines at once, and no page stored is fetched again;
+* **joins a crawl under way**, or lets a machine join: one that was never a member finds the others'
+  entries naming the members (``engine/cluster.py: running``), waits for the join turn, appends itself
+  to their list and goes through the same handoff as a machine rejoining; the others take the longer
+  list (their bridge and agents get the newcomer's places) with the larger ring.
 """
 
 from __future__ import annotations
