@@ -109,7 +109,7 @@ class Machines:
         if "members" in saved:
             self.members = [(n, agents) for n, agents in saved["members"]]
             live = saved.get("live")
-            if left_out(node, await cluster.view()):
+            if left_out(node, await cluster.view()) or node not in (live or [node]):  # or stopped while joining
                 members, others = await self.agreed()
                 if members[:len(self.members)] == self.members:  # machines joined while it was away
                     self.members = members
@@ -140,7 +140,9 @@ class Machines:
         self.newcomer = self.joining = self.supervisor.paused = True  # its agents start paused
         members, live = await self.agreed()
         self.members = [*members, (node, self.agents)]
-        self.ring = GlobalRing(self.members, [*live, node])
+        # not live on its own ring yet: its agents own no host (no seed, no link, no lookup) until they
+        # have read the others' archives, once all handed its share over (:meth:`rejoin`)
+        self.ring = GlobalRing(self.members, live)
         await cluster.beat(live=self.live, joining=True, members=self.members)
         print(f"crawl: machine {node} joins crawl {self.config.crawl_id!r} after {', '.join(n for n, _ in members)}",
               file=sys.stderr, flush=True)
@@ -287,9 +289,15 @@ class Machines:
         """Every live machine handed this one's hosts over: its agents read what the others stored of them,
         then crawl."""
         assert self.ring is not None
-        others = [n for n in self.ring.live if n != self.config.node]
+        node, live = self.config.node, self.live
+        others = [n for n in self.ring.live if n != node]
+        if self.newcomer:  # every member's archive, those gone included: they stored pages of its hosts too
+            others, live = [n for n, _ in self.members if n != node], sorted({*live, node})
         await asyncio.sleep(self.supervisor.config.politeness.host_delay)  # another's last fetch of a host may just have ended
-        await self.supervisor.command({"cmd": "ring", "live": self.live, "sources": others})
+        await self.supervisor.command({"cmd": "ring", "live": live, "sources": others})
+        if self.newcomer:  # the manifest after the agents: one starting meanwhile must find itself not live yet
+            self.ring = GlobalRing(self.members, live)
+            self.supervisor.update_manifest()
         self.joining = False
         (self.joins if self.newcomer else self.rejoins).append(self.config.node)
         await self.supervisor.resume()

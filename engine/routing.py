@@ -27,7 +27,7 @@ from engine.link_exchange import BRIDGE, Inbox, Outbox, Position, peers
 from engine.ownership import GlobalRing, HashRing, Member
 from frontier.page import LinkContext
 from frontier.policy import CrawlPolicy, Revisit
-from frontier.urls import host_of, split
+from frontier.urls import fingerprint, host_of, split
 from frontier.visit_state import Phase, VisitState
 
 EXCHANGE_PERIOD = 0.05  # seconds: a batch of links per receiver, while links flow
@@ -101,6 +101,9 @@ class LinkRouter:
         self.given: dict[str, list[str]] = {}
         self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
         self.held_since = 0.0  # monotonic time the oldest held links came
+        # pages known stored (the fetchers' skip set, which the agent shares): not handed on to a host's IP's
+        # machine, whose skip set may not hold those another machine stored since its last ring change
+        self.stored: set[int] = set()
         if members is not None:
             senders.append(BRIDGE)
             self.remote = Outbox(links.parent / "remote", index, [])  # the bridge polls these spools, no bell
@@ -198,6 +201,7 @@ class LinkRouter:
         return self.given.pop(authority)
 
     def _forward(self, urls: list[str]) -> None:
+        urls = [url for url in urls if fingerprint(url) not in self.stored] if self.stored else urls
         if urls:
             self._send_theirs(urls, self._handed(""), None)
             if self._bell is not None:
@@ -368,6 +372,8 @@ class LinkRouter:
                     my_contexts.append(contexts[i])
             else:
                 marked = who < 0 and bool(handed) and split(url)[0] in handed
+                if marked and self.stored and fingerprint(url) in self.stored:
+                    continue
                 urls, their_contexts = theirs.setdefault((who, marked), ([], [] if contexts is not None else None))
                 urls.append(url)
                 if their_contexts is not None and contexts is not None:
