@@ -32,6 +32,7 @@ from frontier.visit_state import Phase, VisitState
 
 EXCHANGE_PERIOD = 0.05  # seconds: a batch of links per receiver, while links flow
 HANDED = "handed "  # then the sender's ring and a space, ahead of the parent of links handed to their IP's machine
+STORED = "stored"  # the parent (no URL is a bare word) of a handed host's pages the sender knows stored
 
 
 @dataclass
@@ -104,6 +105,9 @@ class LinkRouter:
         # pages known stored (the fetchers' skip set, which the agent shares): not handed on to a host's IP's
         # machine, whose skip set may not hold those another machine stored since its last ring change
         self.stored: set[int] = set()
+        # per host it took over from others' archives (``engine/takeover.py``), the pages stored there: sent
+        # with the host if it is handed on by its IP, into the receiver's skip set (``STORED``)
+        self.stored_urls: dict[str, list[str]] = {}
         if members is not None:
             senders.append(BRIDGE)
             self.remote = Outbox(links.parent / "remote", index, [])  # the bridge polls these spools, no bell
@@ -154,9 +158,10 @@ class LinkRouter:
     def hand_off(self, vs: VisitState, ip: str) -> bool:
         """Hand the host of ``vs``, just resolved to ``ip``, to the agent that owns ``ip`` on the ring if
         that agent is on another machine (True: this agent never fetches it)."""
+        authority = vs.scheme_authority
+        stored = self.stored_urls.pop(authority, []) if self.stored_urls else []
         if not isinstance(self.ring, GlobalRing) or vs.entry is not None:
             return False  # one machine; or a host resolved again stays where it is crawled
-        authority = vs.scheme_authority
         if authority in self.taken or host_of(authority) in self.pinned:
             return False
         to = self.ring.owner(ip)
@@ -167,6 +172,8 @@ class LinkRouter:
         self.handed_to[authority] = to
         self.handed_urls[authority] = list(urls)
         self._forward(urls)
+        if stored:  # before any later link of the host, in the same spool
+            self._send_theirs(stored, self._handed(STORED), None)
         return True
 
     def forward_handed(self) -> None:
@@ -236,7 +243,7 @@ class LinkRouter:
     def handed_state(self) -> dict[str, Any]:
         """What the checkpoint keeps of the hand-offs."""
         return {"handed": self.handed_to, "taken": sorted(self.taken), "handed_urls": self.handed_urls,
-                "given": self.given}
+                "given": self.given, "stored_urls": self.stored_urls}
 
     def restore_handed(self, state: dict[str, Any]) -> None:
         self.handed_to.update(state.get("handed", {}))
@@ -244,6 +251,7 @@ class LinkRouter:
         self.crew.frontier.distributor.handed_off.update([*self.handed_to, *self.given])
         self.taken.update(state.get("taken", ()))
         self.handed_urls.update(state.get("handed_urls", {}))
+        self.stored_urls.update(state.get("stored_urls", {}))
 
     def handed_away(self, live: Sequence[str]) -> bool:
         """Whether this agent handed a host to a machine not among ``live``, or gave up one that comes
@@ -372,8 +380,8 @@ class LinkRouter:
                     my_contexts.append(contexts[i])
             else:
                 marked = who < 0 and bool(handed) and split(url)[0] in handed
-                if marked and self.stored and fingerprint(url) in self.stored:
-                    continue
+                if marked and self.stored and not parent.startswith(HANDED) and fingerprint(url) in self.stored:
+                    continue  # a link forwarded on arrival to a page stored already (``_forward`` filters its own)
                 urls, their_contexts = theirs.setdefault((who, marked), ([], [] if contexts is not None else None))
                 urls.append(url)
                 if their_contexts is not None and contexts is not None:
@@ -434,6 +442,9 @@ class LinkRouter:
         me = self.index
         if parent.startswith(HANDED):  # the owner by name hands these hosts to this agent
             same_ring, page = self._handed_on(parent)
+            if page == STORED:  # pages of them stored already: never fetched here, whatever the ring
+                self.stored.update(fingerprint(url) for url in links)
+                return None, [], None
             if same_ring:
                 self._take(links)
                 return page, links, contexts
