@@ -11,11 +11,14 @@ Judged from the web's request log and the three machines' WARC files (warcio): a
 stored exactly once; no page was fetched twice (the others paused until no fetch was in flight);
 c stored pages, all of hosts the ring over the three gives it (by name, or by IP); and no host or
 IP delay was violated across machines. Two newcomers starting at once join one after the other,
-and every machine appends them in the same order.
+and every machine appends them in the same order. A newcomer joining after a member was killed
+reads that member's archive too.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -26,9 +29,9 @@ import pytest
 from engine.ownership import GlobalRing
 from tests.invitro_harness import WebThread, page_requests, reachable, url_of, when_requests
 from tests.nats_server import nats_server
-from tests.test_agents import check_politeness, warc_records
+from tests.test_agents import check_politeness, records_at_crash, warc_records
 from tests.test_cluster_crawl import host
-from tests.test_cluster_leave import WEB, finish, kill_leftovers, start
+from tests.test_cluster_leave import WEB, finish, kill_leftovers, of_b, start, wait_manifest
 
 FIRST, NEWCOMER = ("a", "b"), "c"
 NODES = (*FIRST, NEWCOMER)
@@ -136,3 +139,50 @@ def test_two_newcomers_at_once_join_one_after_the_other_in_one_order_everywhere(
     sources = [t["sources"] for t in stats[order[3]]["agents"][0]["takeovers"]]
     assert sources == [[*FIRST, order[2]]], sources
     check_stored_once(model, expected, log, pages)
+
+
+def test_a_newcomer_after_a_member_left_reads_its_archive_too(tmp_path: Path) -> None:
+    """a, b and c crawl; b is killed (its whole tree) a third of the way; once a and c took its hosts over, d
+    joins: its places come after b's, which keeps its own, and it reads b's archive with the live ones'
+    (b stored pages of d's hosts too). a, c and d end ``done``; every page stored once (b's archive as
+    the kill left it), fetched twice only if b's (its fetches in flight)."""
+    web = WebThread(WEB, tmp_path / "requests.jsonl")
+    seeds = web.web.seeds[:6]
+    expected = reachable(web.model, seeds)
+    three, errors = ("a", "b", "c"), {}
+    try:
+        with nats_server(tmp_path / "nats") as broker:
+            answered = when_requests(web, len(expected) // 3)
+            machines = {node: start(tmp_path, node, seeds, web, broker.url, size=3) for node in three}
+            try:
+                assert answered.wait(120), "the crawl did not get a third of the way"
+                os.killpg(machines["b"].pid, signal.SIGKILL)
+                machines["b"].wait(30)
+                at_crash = [u for u in records_at_crash(tmp_path / "b") if not u.endswith("/robots.txt")]
+                assert wait_manifest(tmp_path / "a", ["a", "c"], 60), "a never took b out of its ring"
+                machines["d"] = start(tmp_path, "d", seeds, web, broker.url, size=3)
+                for node in ("a", "c", "d"):
+                    errors[node] = finish(machines[node], tmp_path, node, 240)
+            finally:
+                kill_leftovers(machines)
+    finally:
+        log = web.stop()
+    for node in ("a", "c", "d"):
+        assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
+    stats = {node: orjson.loads((tmp_path / node / "stats.json").read_bytes()) for node in ("a", "c", "d")}
+    assert {s["stop_reason"] for s in stats.values()} == {"done"}
+    for node, s in stats.items():
+        assert s["cluster"]["members"] == [["a", 1], ["b", 1], ["c", 1], ["d", 1]], node
+        assert s["cluster"]["live"] == ["a", "c", "d"], node
+    assert [t["sources"] for t in stats["d"]["agents"][0]["takeovers"]] == [["a", "b", "c"]]
+    stored = Counter([*at_crash, *(uri for node in ("a", "c", "d") for kind, uri in warc_records(tmp_path / node)
+                                   if kind in ("response", "revisit") and not uri.endswith("/robots.txt"))])
+    assert set(stored) == expected, f"lost: {sorted(expected - set(stored))[:5]}"
+    assert [u for u, n in stored.items() if n > 1] == [], "a page stored twice"
+    requested = Counter(url_of(r, web.model.port) for r in page_requests(log))
+    repeated = {u for u, n in requested.items() if n > 1}
+    assert not repeated & set(at_crash), "a page b had stored was fetched again"
+    assert {host(u) for u in repeated} <= {r.host for r in log if of_b(r.ip)}, "a page of a live machine's host fetched twice"
+    check_politeness(log)
+    print(f"reachable {len(expected)}: b stored {len(at_crash)} before the kill; a {stats['a']['pages']}, "
+          f"c {stats['c']['pages']}, d {stats['d']['pages']}; fetched twice {len(repeated)} (b's in flight)")
