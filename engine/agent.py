@@ -71,7 +71,7 @@ class Agent:
     def __init__(self, config: Config, seeds: list[str], *, index: int = 0, agents: int = 1,
                  channel: socket.socket | None = None, count_restored_pages: bool = True,
                  fetcher: Fetcher | None = None, resolver: Resolver | None = None,
-                 members: list[Member] | None = None) -> None:
+                 members: list[Member] | None = None, live: list[str] | None = None) -> None:
         self.config, self.index, self.agents = config, index, agents
         self.alone = agents == 1 and members is None  # then the crawl ends when this agent is idle
         self.out = config.out_dir
@@ -84,6 +84,8 @@ class Agent:
                                 Counters(), filters)
         crew.frontier.policy.join(index, agents)  # before the router asks it who owns a URL
         self.router = LinkRouter(crew, self.out / "links", index, agents, members, config.cluster.node)
+        if live is not None and config.cluster.node not in live:  # its machine joins: it owns no host until
+            self.router.route_by(live)  # the others handed its share over (engine/machines.py)
         self.seeds = self.router.mine(all_seeds)
         self.fetcher = fetcher or make_fetcher(ClientSettings.from_config(config.network, config.engine.user_agent),
                                                config.network.client)
@@ -109,6 +111,7 @@ class Agent:
         self.credentials = Credentials(config.credentials, index, agents)
         self.fetchers = Fetchers(crew, self.fetcher, self.todo, leases, self.pipeline, self.budget, self.slots,
                                  alone=agents == 1, credentials=self.credentials)
+        self.router.stored = self.fetchers.skip
         self.checkpointer = Checkpointer(crew, self.out / "warc", self.warc_prefix, self.router, self.fetchers)
         self.takeovers = Takeovers(crew, self.router, self.fetchers.skip, all_seeds, self.checkpointer, self.pipeline.link_rules)
         self.channel = None
@@ -247,12 +250,12 @@ class Agent:
 
 def run_agent(config: Config, seeds: list[str], *, index: int = 0, agents: int = 1,
               channel: socket.socket | None = None, count_restored_pages: bool = True,
-              members: list[Member] | None = None) -> dict[str, Any]:
+              members: list[Member] | None = None, live: list[str] | None = None) -> dict[str, Any]:
     """Run an agent to its end on uvloop; returns the summary also written to its stats.json."""
     import uvloop
 
     async def main() -> dict[str, Any]:
         return await Agent(config, seeds, index=index, agents=agents, channel=channel,
-                           count_restored_pages=count_restored_pages, members=members).run()
+                           count_restored_pages=count_restored_pages, members=members, live=live).run()
 
     return uvloop.run(main())

@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         members = [(node, agents) for node, agents in manifest["members"]] if "members" in manifest else None
         summary = run_agent(config, manifest["seeds"], index=args.index, agents=manifest["agents"], channel=channel,
-                            count_restored_pages=args.count_restored_pages, members=members)
+                            count_restored_pages=args.count_restored_pages, members=members, live=manifest.get("live"))
     except StoreFull as e:  # before the crawl began: repairing the files or opening the frontier
         with contextlib.suppress(OSError):
             channel.sendall(orjson.dumps({"store_full": {"message": str(e), "path": str(e.path)}}) + b"\n")

@@ -4,7 +4,7 @@ A task pair in the supervisor (``engine/supervisor.py``), so agents keep writing
 files only (``engine/link_exchange.py``), whatever the broker does:
 
 * **Out.** An agent writes the links of another machine's agent ``G`` (its place in the global
-  ring) to the spool ``OUT/remote/III-GGG``, like any spool. The bridge reads those spools,
+  ring; a machine joining adds places, :meth:`Bridge.widen`) to the spool ``OUT/remote/III-GGG``, like any spool. The bridge reads those spools,
   cuts what it read into messages of at most :data:`MESSAGE_BYTES` (the same frames, CRC and
   all) and publishes each to ``G``'s subject, awaiting the stream's acknowledgement. Only then
   are its read positions saved (``OUT/remote/positions.json``, replaced whole) and the segments
@@ -73,10 +73,9 @@ class Bridge:
         self.positions_file = self.root / "positions.json"
         saved = orjson.loads(self.positions_file.read_bytes()) if self.positions_file.exists() else {}
         self.received_file = self.root / "received.json"
-        self.subjects = {g: subject(crawl_id, n, i) for g, (n, i) in enumerate(ring.agents_list) if n != node}
-        self.readers = {g: Inbox(self.root, g, range(agents),
-                                 {int(s): (p[0], p[1]) for s, p in saved.get("read", {}).get(str(g), {}).items()})
-                        for g in self.subjects}
+        self.subjects: dict[int, str] = {}
+        self.readers: dict[int, Inbox] = {}
+        self.widen(ring, saved.get("read", {}))
         self.writer = Outbox(out / "links", BRIDGE, range(agents), bells=out / "links")
         # for the end check: where each remote spool is published to, and where the spools of other
         # machines' agents have been taken in to, both by spool_key
@@ -86,6 +85,15 @@ class Bridge:
         self.received: dict[str, list[int]] = (orjson.loads(self.received_file.read_bytes())
                                                if self.received_file.exists() else {})
         self.messages_sent = self.messages_received = 0
+
+    def widen(self, ring: GlobalRing, read: Mapping[str, Mapping[str, Sequence[int]]] | None = None) -> None:
+        """Publish to the agents of every other machine of ``ring``, those that joined since included (the
+        places of the others do not change); ``read``: the saved read positions of the spools to them."""
+        for g, (n, i) in enumerate(ring.agents_list):
+            if n != self.node and g not in self.subjects:
+                self.subjects[g] = subject(self.crawl_id, n, i)
+                self.readers[g] = Inbox(self.root, g, range(self.agents),
+                                        {int(s): (p[0], p[1]) for s, p in (read or {}).get(str(g), {}).items()})
 
     async def run(self) -> None:
         """Send and take in links until cancelled."""
@@ -106,7 +114,7 @@ class Bridge:
     async def send_once(self) -> bool:
         """Publish what the agents wrote for other machines; True if there was any."""
         published = False
-        for g, reader in self.readers.items():
+        for g, reader in list(self.readers.items()):  # a machine joining adds readers meanwhile
             by_sender: dict[int, list[bytes]] = {}
             for sender, payload in reader.payloads():
                 by_sender.setdefault(sender, []).append(payload)

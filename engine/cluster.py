@@ -8,6 +8,13 @@ view of the crawl is the bucket's keys. A machine waits until ``cluster.size`` m
 then builds the ring (``engine/ownership.py: GlobalRing``) from the sorted member list and writes
 it into its manifest.
 
+**A machine joining** (issue 17, item 1): the member list only grows, in join order, and every
+entry carries it. A machine not among the members that finds entries naming them (:func:`running`)
+joins the crawl under way: it waits for the join turn (the key :data:`TURN`, held by one newcomer
+at a time, so all machines append the newcomers in one order), then puts its entry ``joining``
+with the others' list and itself appended; each other machine that sees it (:func:`newcomer`)
+hands its hosts over as to a machine rejoining (``engine/machines.py``).
+
 **A machine leaving** (issue 17, item 4): when a member's entry expires (no beat for
 ``cluster.ttl`` seconds: it died, or lost the server), every other machine sees its key gone
 from the same bucket, and so builds the same ring over the members still live (a key missing from a view is
@@ -45,7 +52,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from typing import TYPE_CHECKING
@@ -61,6 +68,7 @@ if TYPE_CHECKING:  # nats is imported when a machine joins: a crawl on one machi
     from nats.js.kv import KeyValue
 
 HEARTBEAT = 0.5  # seconds between two puts of a machine's entry
+TURN = "join.turn"  # the key of the bucket held by the one machine joining a running crawl, its name the value
 
 
 RECONNECTS = 10  # attempts a second apart, at the first connect and after losing the server
@@ -96,7 +104,8 @@ class Entry:
     stop: str = ""  # why this machine stopped the crawl: "done" (it saw the whole crawl over), or its own reason
     pages: int = 0  # pages its agents have stored, for ``crawl status --cluster``
     live: list[str] = field(default_factory=list)  # the machines whose agents its ring is made of
-    joining: bool = False  # it left, came back, and waits for the others to hand its hosts over
+    joining: bool = False  # it left and came back, or joins anew: it waits for the others to hand its hosts over
+    members: list[Member] = field(default_factory=list)  # its ring's places, in join order (a newcomer learns them here)
 
     @property
     def state(self) -> str:
@@ -110,7 +119,9 @@ class Entry:
 
     @classmethod
     def decode(cls, data: bytes) -> Entry:
-        return cls(**orjson.loads(data))
+        fields = orjson.loads(data)
+        fields["members"] = [(node, agents) for node, agents in fields.get("members", [])]
+        return cls(**fields)
 
 
 def rejoining(ring: GlobalRing, view: Mapping[str, Entry]) -> list[str]:
@@ -118,6 +129,21 @@ def rejoining(ring: GlobalRing, view: Mapping[str, Entry]) -> list[str]:
     by beating again, but by saying it rejoins, so every machine goes through the same rings."""
     members = {node for node, _ in ring.agents_list}
     return sorted(n for n, e in view.items() if n in members and n not in ring.live and e.joining and not e.stop)
+
+
+def newcomer(members: Sequence[Member], view: Mapping[str, Entry]) -> Member | None:
+    """The machine, not among ``members``, that asks to join: its entry says ``joining`` with ``members`` and
+    itself appended. One asks at a time (it holds the crawl's :data:`TURN`); should two ask, the first by name."""
+    known = {node for node, _ in members}
+    asking = sorted(n for n, e in view.items() if n not in known and e.joining and not e.stop
+                    and e.members == [*members, (n, e.agents)])
+    return (asking[0], view[asking[0]].agents) if asking else None
+
+
+def running(node: str, view: Mapping[str, Entry]) -> bool:
+    """Whether the view shows a crawl under way without ``node``: another machine's entry names its members,
+    and ``node`` is not among them (a machine of the start may see another's members before its own)."""
+    return any(e.members and node not in dict(e.members) and not e.stop for e in view.values())
 
 
 def left_out(node: str, view: Mapping[str, Entry]) -> list[str]:
@@ -140,8 +166,9 @@ def crawl_over(before: Mapping[str, Entry], now: Mapping[str, Entry], ring: Glob
         if not (a.quiet and b.quiet) or b.beat <= a.beat or (a.published, a.received) != (b.published, b.received):
             return False
     received = {key: position for node in nodes for key, position in now[node].received.items()}
+    places = ring.agents_list  # a spool to a machine this one never took in (it joined, then died) is not counted
     return all(received.get(key) == position for node in nodes for key, position in now[node].published.items()
-               if ring.agents_list[int(key.rsplit(">", 1)[1])][0] in nodes)
+               if (g := int(key.rsplit(">", 1)[1])) < len(places) and places[g][0] in nodes)
 
 
 Beats = dict[str, tuple[int, float]]  # node -> (its beat number, monotonic time this machine first saw it)
@@ -176,8 +203,11 @@ async def read_entries(js: JetStreamContext, kv: KeyValue, crawl_id: str) -> dic
     info = await js.stream_info(f"KV_{bucket}", subjects_filter=f"{prefix}>")
     entries = {}
     for subject in info.state.subjects or {}:
+        key = subject[len(prefix):]
+        if "." in key:  # not a node (a node's name has no dot): the join turn
+            continue
         try:
-            item = await kv.get(subject[len(prefix):])
+            item = await kv.get(key)
         except KeyNotFoundError:  # its TTL ran out since the keys were listed, or deleted: that machine is gone
             continue
         if item.value:
@@ -270,9 +300,12 @@ class Cluster:
         return out
 
     async def wait_members(self) -> list[Member]:
-        """Beat until ``cluster.size`` machines have joined; their sorted (node, agents) list."""
+        """Beat until ``cluster.size`` machines have joined; their sorted (node, agents) list. Empty if the
+        crawl is under way already: the machine joins it (``engine/machines.py``)."""
         size, deadline = self.config.size, time.monotonic() + self.config.join_timeout
         while True:
+            if running(self.config.node, await self.view()):
+                return []
             await self.beat()
             view = await self.view()
             if len(view) > size:
@@ -284,6 +317,32 @@ class Cluster:
                 raise ClusterError(f"only {len(view)} of {size} machines joined crawl {self.config.crawl_id!r} "
                                    f"within {self.config.join_timeout:.0f} s: {', '.join(sorted(view))}")
             await asyncio.sleep(HEARTBEAT)  # a heartbeat period: the others put their entries at this pace
+
+    async def take_turn(self, give_up: Callable[[dict[str, Entry]], bool]) -> None:
+        """Wait for this machine's turn to join the running crawl: the key :data:`TURN` is created only
+        if no other machine holds it. The holder puts it again with each beat while it joins
+        (:meth:`keep_turn`) and deletes it once joined; a holder that dies loses it with the TTL.
+        A :class:`ClusterError` if ``give_up`` says so of a view meanwhile (the crawl stopped)."""
+        from nats.js.errors import KeyWrongLastSequenceError
+
+        assert self._kv is not None
+        while True:
+            try:
+                await self._kv.create(TURN, self.config.node.encode())
+                return
+            except KeyWrongLastSequenceError:  # another machine is joining
+                if give_up(await self.view()):
+                    raise ClusterError(f"crawl {self.config.crawl_id!r} stopped before machine "
+                                       f"{self.config.node} could join it") from None
+            await asyncio.sleep(HEARTBEAT)  # the holder joins within a few beats
+
+    async def keep_turn(self) -> None:
+        assert self._kv is not None
+        await self._kv.put(TURN, self.config.node.encode())
+
+    async def end_turn(self) -> None:
+        assert self._kv is not None
+        await self._kv.delete(TURN)
 
     async def close(self) -> None:
         if self.nc is not None:

@@ -113,9 +113,17 @@ class Outbox:
         self._buffers: dict[int, list[bytes]] = {}
         self._buffered: dict[int, int] = {}
         self._files: dict[int, tuple[int, int, int]] = {}  # receiver -> (segment, fd, size)
-        self._folders = {r: spool_dir(root, me, r) for r in peers(me, agents)}
+        self.root = root
+        self._folders: dict[int, Path] = {}
         self.links_sent = 0
-        for receiver, folder in self._folders.items():
+        self.open_to(peers(me, agents))
+
+    def open_to(self, receivers: Iterable[int]) -> None:
+        """Open the spools to ``receivers`` it has none to yet (a machine joined a crawl over several)."""
+        for receiver in receivers:
+            if receiver in self._folders:
+                continue
+            folder = self._folders[receiver] = spool_dir(self.root, self.me, receiver)
             folder.mkdir(parents=True, exist_ok=True)
             segments = _segments(folder)
             self._open(receiver, segments[-1] if segments else 1, repair=bool(segments))

@@ -19,7 +19,11 @@ The supervisor (``engine/supervisor.py``) makes one :class:`Machines` when ``clu
   in its ``live``: its handoff is done. Once every live machine names it, the machine's agents take
   the ring with the others' archives as sources (the pages those stored of its hosts go into their
   skip sets, the links they own into their sieves), and it resumes them. So no host is fetched by
-  two machines at once, and no page stored is fetched again.
+  two machines at once, and no page stored is fetched again;
+* **joins a crawl under way**, or lets a machine join: one that was never a member finds the others'
+  entries naming the members (``engine/cluster.py: running``), waits for the join turn, appends itself
+  to their list and goes through the same handoff as a machine rejoining; the others take the longer
+  list (their bridge and agents get the newcomer's places) with the larger ring.
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ from typing import Any, Protocol
 import orjson
 
 from engine.bridge import Bridge
-from engine.cluster import (HEARTBEAT, Beats, Cluster, ClusterError, Entry, crawl_over, left_out, note_beats,
-                            rejoining)
+from engine.cluster import (HEARTBEAT, Beats, Cluster, ClusterError, Entry, crawl_over, left_out, newcomer,
+                            note_beats, rejoining, running)
 from engine.config import Config
 from engine.ownership import GlobalRing, Member
 from engine.status import AgentStatus
@@ -79,10 +83,12 @@ class Machines:
         self.bridge: Bridge | None = None
         self.departures: list[dict[str, Any]] = []  # machines that left, for stats.json
         self.rejoins: list[str] = []  # machines that came back, this one included
+        self.joins: list[str] = []  # machines that joined the crawl under way, this one included
         self.quiet = False  # this machine has nothing to do, send or read (Supervisor.check_end)
         self.view: dict[str, Entry] = {}  # the entries as the heartbeat last read them, for GET /status
         self.beats: Beats = {}
         self.joining = False  # this machine is rejoining: its agents wait for the others' handoff
+        self.newcomer = False  # this machine was not a member: it joins the crawl under way (and holds the turn)
         self.switching: asyncio.Task[None] | None = None  # a handoff under way
 
     @property
@@ -103,26 +109,55 @@ class Machines:
         if "members" in saved:
             self.members = [(n, agents) for n, agents in saved["members"]]
             live = saved.get("live")
-            if left_out(node, await cluster.view()):
-                live = sorted({*await self.others_live(), node})
+            if left_out(node, await cluster.view()) or node not in (live or [node]):  # or stopped while joining
+                members, others = await self.agreed()
+                if members[:len(self.members)] == self.members:  # machines joined while it was away
+                    self.members = members
+                live = sorted({*others, node})
                 self.joining = self.supervisor.paused = True  # its agents start paused
                 print(f"crawl: machine {node} rejoins crawl {self.config.crawl_id!r}: {', '.join(live)}",
                       file=sys.stderr, flush=True)
             self.ring = GlobalRing(self.members, live)
-            await cluster.beat(live=self.live, joining=self.joining)
+            await cluster.beat(live=self.live, joining=self.joining, members=self.members)
         else:
             self.members = await cluster.wait_members()
-            self.ring = GlobalRing(self.members)
+            if self.members:
+                self.ring = GlobalRing(self.members)
+            else:
+                await self.join_running()
+        assert self.ring is not None
         self.bridge = Bridge(cluster.js, out, self.config.crawl_id, node, self.agents, self.ring)
 
-    async def others_live(self) -> list[str]:
-        """The live machines the others agree on (waited for while they change, up to the join timeout)."""
+    async def join_running(self) -> None:
+        """Join the crawl under way as a new member: once it is this machine's turn (one newcomer at a time,
+        so that every machine appends the same ones in the same order), put its entry ``joining`` with
+        the others' member list and itself appended, its agents paused; the others hand its hosts over
+        (:meth:`follow`), as to a machine rejoining."""
+        cluster, node = self.cluster, self.config.node
+        print(f"crawl: machine {node} joins crawl {self.config.crawl_id!r} under way; waiting for its turn",
+              file=sys.stderr, flush=True)
+        await cluster.take_turn(lambda view: not running(node, view))
+        self.newcomer = self.joining = self.supervisor.paused = True  # its agents start paused
+        members, live = await self.agreed()
+        self.members = [*members, (node, self.agents)]
+        # not live on its own ring yet: its agents own no host (no seed, no link, no lookup) until they
+        # have read the others' archives, once all handed its share over (:meth:`rejoin`)
+        self.ring = GlobalRing(self.members, live)
+        await cluster.beat(live=self.live, joining=True, members=self.members)
+        print(f"crawl: machine {node} joins crawl {self.config.crawl_id!r} after {', '.join(n for n, _ in members)}",
+              file=sys.stderr, flush=True)
+
+    async def agreed(self) -> tuple[list[Member], list[str]]:
+        """The members and the live machines the others agree on (waited for while they change, up to the
+        join timeout)."""
         deadline = time.monotonic() + self.config.join_timeout
         while True:
             view = await self.cluster.view()
-            agreed = {tuple(e.live) for n, e in view.items() if n != self.config.node and e.live and not e.stop}
+            agreed = {(tuple(e.members), tuple(e.live)) for n, e in view.items()
+                      if n != self.config.node and e.live and not e.stop}
             if len(agreed) == 1:
-                return list(agreed.pop())
+                members, live = agreed.pop()
+                return list(members), list(live)
             if time.monotonic() > deadline:
                 raise ClusterError(f"the machines of crawl {self.config.crawl_id!r} do not agree on who is live")
             await asyncio.sleep(HEARTBEAT)  # they change their rings at this pace
@@ -147,13 +182,18 @@ class Machines:
     async def close(self, reason: str) -> None:
         with contextlib.suppress(Exception):  # the last word, in case no beat carried it (the server may be gone)
             await self.cluster.beat(stop=reason)
+            if self.newcomer and self.joining:  # stopped before it joined: the next newcomer's turn
+                await self.cluster.end_turn()
         await self.cluster.close()
 
     async def beat(self) -> None:
         assert self.bridge is not None
         s = self.supervisor
         await self.cluster.beat(quiet=self.quiet, published=dict(self.bridge.published), received=dict(self.bridge.received),
-                                stop=s.stop_reason, pages=s.total().pages, live=self.live, joining=self.joining)
+                                stop=s.stop_reason, pages=s.total().pages, live=self.live, joining=self.joining,
+                                members=self.members)
+        if self.newcomer and self.joining:
+            await self.cluster.keep_turn()
 
     async def beat_loop(self) -> None:
         """Put this machine's entry every heartbeat; follow the machines that leave and rejoin; stop the crawl
@@ -200,10 +240,13 @@ class Machines:
             return
         gone = await self.cluster.gone([n for n in self.ring.live if n not in view])
         back = rejoining(self.ring, view)
+        new = newcomer(self.members, view)
         if gone:
             self.leave(tuple(n for n in self.ring.live if n not in gone))
         elif back:
             self.switching = asyncio.create_task(self.hand_over(tuple(sorted({*self.ring.live, *back}))))
+        elif new is not None:
+            self.switching = asyncio.create_task(self.hand_over(tuple(sorted({*self.ring.live, new[0]})), new))
 
     def leave(self, live: tuple[str, ...]) -> None:
         """Machines left (entries expired): the ring over ``live``, in the manifest, then to every agent."""
@@ -217,42 +260,60 @@ class Machines:
         print(f"crawl: machine {', '.join(gone)} left (no beat for {self.config.ttl:g} s); "
               f"its hosts go to {', '.join(live)}", file=sys.stderr, flush=True)
 
-    async def hand_over(self, live: tuple[str, ...]) -> None:
-        """Machines rejoin: this one's agents stop fetching the hosts they lose (paused until no fetch is in
-        flight, then the larger ring, which purges those hosts), and only then its entry names the newcomers."""
-        assert self.ring is not None
+    async def hand_over(self, live: tuple[str, ...], new: Member | None = None) -> None:
+        """Machines rejoin, or ``new`` joins: this one's agents stop fetching the hosts they lose (paused until
+        no fetch is in flight, then the larger ring, which purges those hosts; for a newcomer, the member
+        list with it appended, which gives its agents places), and only then its entry names them."""
+        assert self.ring is not None and self.bridge is not None
         s, joined = self.supervisor, sorted(set(live) - set(self.ring.live))
-        print(f"crawl: machine {', '.join(joined)} rejoins; handing its hosts over", file=sys.stderr, flush=True)
+        print(f"crawl: machine {', '.join(joined)} {'joins' if new else 'rejoins'}; handing its hosts over",
+              file=sys.stderr, flush=True)
         paused = s.paused
         await s.pause()
-        await s.command({"cmd": "ring", "live": list(live)})
+        ring: dict[str, Any] = {"cmd": "ring", "live": list(live)}
+        if new is not None:
+            self.members = [*self.members, new]
+            self.bridge.widen(GlobalRing(self.members))
+            ring["members"] = self.members
+        await s.command(ring)
         self.ring = GlobalRing(self.members, live)
         s.update_manifest()
         if not paused:
             await s.resume()
-        self.rejoins += joined
+        if new is not None:
+            self.joins += joined
+        else:
+            self.rejoins += joined
 
     async def rejoin(self) -> None:
         """Every live machine handed this one's hosts over: its agents read what the others stored of them,
         then crawl."""
         assert self.ring is not None
-        others = [n for n in self.ring.live if n != self.config.node]
+        node, live = self.config.node, self.live
+        others = [n for n in self.ring.live if n != node]
+        if self.newcomer:  # every member's archive, those gone included: they stored pages of its hosts too
+            others, live = [n for n, _ in self.members if n != node], sorted({*live, node})
         politeness = self.supervisor.config.politeness  # another's last fetch of a host or IP may just have ended
         await asyncio.sleep(max(politeness.host_delay, politeness.ip_delay))
-        await self.supervisor.command({"cmd": "ring", "live": self.live, "sources": others})
+        await self.supervisor.command({"cmd": "ring", "live": live, "sources": others})
+        if self.newcomer:  # the manifest after the agents: one starting meanwhile must find itself not live yet
+            self.ring = GlobalRing(self.members, live)
+            self.supervisor.update_manifest()
         self.joining = False
-        self.rejoins.append(self.config.node)
+        (self.joins if self.newcomer else self.rejoins).append(self.config.node)
         await self.supervisor.resume()
+        if self.newcomer:
+            await self.cluster.end_turn()
 
     def report(self) -> dict[str, Any]:
         """``stats.json``'s ``cluster``: this machine, the members, the live ones, who left and who came back,
         the messages of links it exchanged."""
         assert self.bridge is not None
         return {"node": self.config.node, "members": self.members, "live": self.live, "departures": self.departures,
-                "rejoins": self.rejoins, "messages_sent": self.bridge.messages_sent,
+                "rejoins": self.rejoins, "joins": self.joins, "messages_sent": self.bridge.messages_sent,
                 "messages_received": self.bridge.messages_received}
 
     def commands(self) -> list[dict[str, Any]]:
         """What an agent (re)started is told: the live machines (its checkpoint has the ring it routed by;
         it takes over what that had not, or hands over what it should not have)."""
-        return [{"cmd": "ring", "live": self.live}] if self.ring is not None else []
+        return [{"cmd": "ring", "live": self.live, "members": self.members}] if self.ring is not None else []

@@ -12,10 +12,13 @@ only about 1/(N+1) of them. A crawl keeps its number of agents for life (the out
 records it), since each agent's frontier holds the hosts it owned.
 
 A crawl over several machines (``engine/cluster.py``, issue 17) hashes hosts over the agents of
-every machine: :class:`GlobalRing` is a pure function of the sorted member list, (node, agents)
+every machine: :class:`GlobalRing` is a pure function of the member list, (node, agents)
 per machine, each global agent (node, local index) with its ``VNODES`` points keyed by
 ``"node/index/replica"``. Every machine builds the same ring from the same list, with no
-message about who owns what; a machine joining takes about 1/(N+1) of the hosts and moves no
+message about who owns what. Who owns a host depends on the set of members only; their order
+gives the places (:attr:`GlobalRing.agents_list`, which name spools and subjects): the members
+of the start sorted, then each machine that joined later appended (``engine/machines.py``), so
+no place changes. A machine joining takes about 1/(N+1) of the hosts and moves no
 host between the machines already there. A machine that left (``live``: the machines still
 there) keeps its places in :attr:`GlobalRing.agents_list`, so every spool and subject named
 by a place keeps its name, but none of the ring's points: its hosts go to the live agents, each
@@ -77,7 +80,7 @@ class GlobalRing(HashRing):
         for node, agents in members:
             if not NODE_NAME.match(node) or agents < 1:
                 raise ValueError(f"bad member {node!r} with {agents} agents")
-        self.members = sorted(members)
+        self.members = list(members)  # in join order: a machine joining later takes the places after the others'
         self.agents_list: list[GlobalAgent] = [(node, i) for node, agents in self.members for i in range(agents)]
         self.live: tuple[str, ...] = tuple(sorted(set(nodes if live is None else live)))
         if not set(self.live) <= set(nodes):

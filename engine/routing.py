@@ -27,11 +27,12 @@ from engine.link_exchange import BRIDGE, Inbox, Outbox, Position, peers
 from engine.ownership import GlobalRing, HashRing, Member
 from frontier.page import LinkContext
 from frontier.policy import CrawlPolicy, Revisit
-from frontier.urls import host_of, split
+from frontier.urls import fingerprint, host_of, split
 from frontier.visit_state import Phase, VisitState
 
 EXCHANGE_PERIOD = 0.05  # seconds: a batch of links per receiver, while links flow
 HANDED = "handed "  # then the sender's ring and a space, ahead of the parent of links handed to their IP's machine
+STORED = "stored"  # the parent (no URL is a bare word) of a handed host's pages the sender knows stored
 
 
 @dataclass
@@ -92,7 +93,8 @@ class LinkRouter:
         self._routes = list(range(agents))
         senders = peers(index, agents)
         self.remote: Outbox | None = None
-        self.members, self.node = members, node
+        self.members: list[Member] | None = None  # set by ``widen``
+        self.node = node
         self.handed_to: dict[str, int] = {}  # hosts handed to their IP's machine: to this global agent there
         self.taken: set[str] = set()  # hosts handed to this agent by their owner on another machine
         # per handed host, the URLs this agent's sieve let through before it was handed: offered again,
@@ -105,12 +107,16 @@ class LinkRouter:
         self.given: dict[str, list[str]] = {}
         self.held: list[tuple[str, list[str], list[LinkContext] | None]] = []  # links of hosts not owned yet
         self.held_since = 0.0  # monotonic time the oldest held links came
+        # pages known stored (the fetchers' skip set, which the agent shares): not handed on to a host's IP's
+        # machine, whose skip set may not hold those another machine stored since its last ring change
+        self.stored: set[int] = set()
+        # per host it took over from others' archives (``engine/takeover.py``), the pages stored there: sent
+        # with the host if it is handed on by its IP, into the receiver's skip set (``STORED``)
+        self.stored_urls: dict[str, list[str]] = {}
         if members is not None:
-            ring = self.ring = GlobalRing(members)
-            self._routes = [i if n == node else -1 - g for g, (n, i) in enumerate(ring.agents_list)]
             senders.append(BRIDGE)
-            # the bridge polls these spools, no bell
-            self.remote = Outbox(links.parent / "remote", index, [g for g, (n, _) in enumerate(ring.agents_list) if n != node])
+            self.remote = Outbox(links.parent / "remote", index, [])  # the bridge polls these spools, no bell
+            self.widen(members)
         self.senders = senders
         self.pinned = pinned_hosts(crew.config.credentials, agents)  # a credential's hosts go with it
         policy = crew.frontier.policy
@@ -157,9 +163,10 @@ class LinkRouter:
     def hand_off(self, vs: VisitState, ip: str) -> bool:
         """Hand the host of ``vs``, just resolved to ``ip``, to the agent that owns ``ip`` on the ring if
         that agent is on another machine (True: this agent never fetches it)."""
+        authority = vs.scheme_authority
+        stored = self.stored_urls.pop(authority, []) if self.stored_urls else []
         if not isinstance(self.ring, GlobalRing) or vs.entry is not None:
             return False  # one machine; or a host resolved again stays where it is crawled
-        authority = vs.scheme_authority
         if authority in self.taken or host_of(authority) in self.pinned:
             return False
         to = self.ring.owner(ip)
@@ -171,6 +178,8 @@ class LinkRouter:
         urls = self.crew.frontier.distributor.hand_off(vs)
         self.crew.frontier.refused(vs, "handed_off_ip")
         self._hand(authority, to, urls)
+        if stored:  # before any later link of the host, in the same spool
+            self._send_theirs(stored, self._handed(STORED), None)
         return True
 
     def _hand(self, authority: str, to: int, urls: list[str]) -> None:
@@ -249,6 +258,7 @@ class LinkRouter:
         return self.given.pop(authority)
 
     def _forward(self, urls: list[str]) -> None:
+        urls = [url for url in urls if fingerprint(url) not in self.stored] if self.stored else urls
         if urls:
             self._send_theirs(urls, self._handed(""), None)
             if self._bell is not None:
@@ -283,7 +293,7 @@ class LinkRouter:
     def handed_state(self) -> dict[str, Any]:
         """What the checkpoint keeps of the hand-offs."""
         return {"handed": self.handed_to, "taken": sorted(self.taken), "handed_urls": self.handed_urls,
-                "given": self.given}
+                "given": self.given, "stored_urls": self.stored_urls}
 
     def restore_handed(self, state: dict[str, Any]) -> None:
         self.handed_to.update(state.get("handed", {}))
@@ -291,6 +301,7 @@ class LinkRouter:
         self.crew.frontier.distributor.handed_off.update([*self.handed_to, *self.given])
         self.taken.update(state.get("taken", ()))
         self.handed_urls.update(state.get("handed_urls", {}))
+        self.stored_urls.update(state.get("stored_urls", {}))
 
     def handed_away(self, live: Sequence[str]) -> bool:
         """Whether this agent handed a host to a machine not among ``live``, or gave up one that comes
@@ -341,6 +352,17 @@ class LinkRouter:
     def _ip_mine(self, ip: str | None) -> bool:
         """Whether ``ip`` (None: not resolved here) hashes to this agent on the ring."""
         return ip is not None and self._routes[self.ring.owner(ip)] == self.index
+
+    def widen(self, members: Sequence[Member]) -> None:
+        """Crawl over ``members``: the member list, or it with machines that joined appended (the others keep
+        their places). Their agents get routes and spools; they own hosts once :meth:`route_by` names them live."""
+        members = [(node, agents) for node, agents in members]
+        assert self.members is None or members[:len(self.members)] == self.members, "members are only appended"
+        self.members = members
+        ring = self.ring = GlobalRing(members, self.live or None)
+        self._routes = [i if n == self.node else -1 - g for g, (n, i) in enumerate(ring.agents_list)]
+        assert self.remote is not None
+        self.remote.open_to(g for g, (n, _) in enumerate(ring.agents_list) if n != self.node)
 
     def route_by(self, live: Sequence[str]) -> None:
         """Route by the ring over the ``live`` machines from now on."""
@@ -410,6 +432,8 @@ class LinkRouter:
                     my_contexts.append(contexts[i])
             else:
                 marked = who < 0 and bool(handed) and split(url)[0] in handed
+                if marked and self.stored and not parent.startswith(HANDED) and fingerprint(url) in self.stored:
+                    continue  # a link forwarded on arrival to a page stored already (``_forward`` filters its own)
                 urls, their_contexts = theirs.setdefault((who, marked), ([], [] if contexts is not None else None))
                 urls.append(url)
                 if their_contexts is not None and contexts is not None:
@@ -470,6 +494,9 @@ class LinkRouter:
         me = self.index
         if parent.startswith(HANDED):  # the owner by name hands these hosts to this agent
             same_ring, page = self._handed_on(parent)
+            if page == STORED:  # pages of them stored already: never fetched here, whatever the ring
+                self.stored.update(fingerprint(url) for url in links)
+                return None, [], None
             if same_ring:
                 links, contexts = self._pass_on(parent, links, contexts)
                 self._take(links)

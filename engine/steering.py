@@ -51,6 +51,8 @@ class Steering:
         elif cmd == "config":
             self.reconfigure(command["changes"])
         elif cmd == "ring" and self.ring is not None:
+            if "members" in command:  # a machine joined: its agents get places before the ring names it live
+                self.router.widen(command["members"])
             self.ring(command["live"], command.get("sources", []))
         elif cmd == "watch":
             self.watched_until = time.monotonic() + float(command["seconds"])

@@ -30,7 +30,8 @@ supervisor
   taken in, not when its own agents are; a stop of one machine stops them all. A machine whose
   entry expired has left: its agents take its hosts over (``engine/takeover.py``); one that cannot
   put its entry for half the TTL stops (``cut off``), before the others take its hosts; one that
-  left and comes back rejoins, after the others handed its hosts back;
+  left and comes back rejoins, after the others handed its hosts back; one that was never a member
+  joins the crawl under way the same way, appended to the members;
 * **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
   :class:`~engine.control.Controllable`, fanning each command out to the agents and answering
   once every agent has applied it. Paused state, added seeds and live settings are kept in

@@ -164,6 +164,8 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
             if not page.robots:  # whatever its owner by name: a host may be handed to this agent later
                 skip.add(fingerprint(page.url))
                 report.skipped += 1
+                if router.owner(authority) == router.index:  # sent with the host if handed on by its IP
+                    router.stored_urls.setdefault(authority, []).append(page.url)
             mine = router.mine(page.links)
             if mine:
                 report.rederived += len(mine)

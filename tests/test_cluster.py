@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from engine.bridge import Bridge
-from engine.cluster import (Cluster, ClusterError, Entry, crawl_over, left_out, machines, note_beats, rejoining,
-                            stream_name)
+from engine.cluster import (Cluster, ClusterError, Entry, crawl_over, left_out, machines, newcomer, note_beats,
+                            rejoining, running, stream_name)
 from engine.config import ClusterConfig
 from engine.link_exchange import BRIDGE, Inbox, Outbox
 from engine.ownership import GlobalRing
@@ -165,6 +165,46 @@ def test_after_a_machine_left_the_end_needs_only_the_live_ones_and_their_spools_
     assert left_out("b", back) == ["a"] and left_out("a", back) == []
     assert not crawl_over({}, {**view(2), "b": Entry("b", 1, 1, stop="done")}, left), "b's word counts no more"
     assert not crawl_over(view(1), {**view(2), "b": Entry("b", 1, 1, joining=True)}, left), "b is taking its hosts back"
+
+
+def test_a_newcomer_asks_with_the_members_and_itself_appended_and_the_first_by_name_goes_first() -> None:
+    members = [("b", 1), ("a", 2)]  # join order, not sorted
+    view = {"a": Entry("a", 2, members=members), "b": Entry("b", 1, members=members)}
+    assert not running("a", view) and running("c", view), "c, not among the members, finds a crawl under way"
+    assert not running("c", {"a": Entry("a", 2)}), "no member list yet: the machines of the start gather"
+    assert newcomer(members, view) is None
+    asking = {**view, "d": Entry("d", 3, joining=True, members=[*members, ("d", 3)]),
+              "c": Entry("c", 1, joining=True, members=[*members, ("c", 1)])}
+    assert newcomer(members, asking) == ("c", 1)
+    assert newcomer(members, {**asking, "c": Entry("c", 1, joining=True, stop="x", members=[*members, ("c", 1)])}) \
+        == ("d", 3), "a newcomer that stopped asks no more"
+    stale = {**view, "c": Entry("c", 1, joining=True, members=[("b", 1), ("c", 1)])}
+    assert newcomer(members, stale) is None, "it asked with another member list: it asks again with ours"
+    assert newcomer([*members, ("c", 1)], asking) is None, "d asked before c joined: it asks again with c's list"
+    assert rejoining(GlobalRing(members, ["a"]), asking) == [], "a newcomer is not a member rejoining"
+    assert Entry.decode(asking["c"].encode()) == asking["c"]
+
+
+async def test_one_machine_at_a_time_holds_the_join_turn(server: str) -> None:
+    c, d = Cluster(config(server, "c"), 1), Cluster(config(server, "d"), 1)
+    member = Cluster(config(server, "a"), 1)
+    for m in (c, d, member):
+        await m.connect()
+    try:
+        await member.beat(members=[("a", 1)])
+        await c.take_turn(lambda view: not running("c", view))
+        with pytest.raises(TimeoutError):  # three beats: d waits while c holds the turn
+            await asyncio.wait_for(d.take_turn(lambda view: not running("d", view)), 1.5)
+        assert set(await member.view()) == {"a"}, "the turn is no machine's entry"
+        await c.keep_turn()
+        await c.end_turn()
+        await asyncio.wait_for(d.take_turn(lambda view: not running("d", view)), 10)
+        await member.beat(stop="done")
+        with pytest.raises(ClusterError, match="stopped before machine c could join"):
+            await c.take_turn(lambda view: not running("c", view))
+    finally:
+        for m in (c, d, member):
+            await m.close()
 
 
 async def wait_for(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]

@@ -1,5 +1,6 @@
 """The ring over the agents of several machines (engine/ownership.py: GlobalRing) is a pure
-function of the member list: the same on every machine, whatever order members joined in, and a
+function of the member list: who owns a host is the same whatever order members joined in, the
+places follow the list's order (a machine appended keeps the others' places), and a
 machine joining takes about its share of the hosts, all from the others, and moves none between them;
 a machine leaving gives its hosts to the live machines and moves no other host, and keeps its places
 (the names of the spools and subjects)."""
@@ -23,8 +24,18 @@ def test_the_ring_depends_on_the_members_only(machines: dict[str, int], rnd) -> 
     shuffled = listed[:]
     rnd.shuffle(shuffled)
     a, b = GlobalRing(listed), GlobalRing(shuffled)
-    assert a.agents_list == b.agents_list
-    assert [a.owner(h) for h in HOSTS[:300]] == [b.owner(h) for h in HOSTS[:300]]
+    assert sorted(a.agents_list) == sorted(b.agents_list)
+    assert [a.agents_list[a.owner(h)] for h in HOSTS[:300]] == [b.agents_list[b.owner(h)] for h in HOSTS[:300]]
+
+
+@given(members, names, st.integers(1, 4))
+def test_a_machine_appended_keeps_the_places_of_the_others(machines: dict[str, int], newcomer: str, agents: int) -> None:
+    if newcomer in machines:
+        return
+    before = GlobalRing(sorted(machines.items()))
+    after = GlobalRing([*sorted(machines.items()), (newcomer, agents)])
+    assert after.agents_list[:len(before.agents_list)] == before.agents_list
+    assert after.agents_list[len(before.agents_list):] == [(newcomer, i) for i in range(agents)]
 
 
 @settings(max_examples=25, deadline=None)

@@ -1,0 +1,188 @@
+"""A machine that was not a member joining a crawl under way (issue 17, item 1), end to end.
+
+Two ``crawl run --cluster`` machines (a and b, one agent each, ``--cluster-size 2``) crawl one
+in-vitro web through one nats-server on loopback, their folders side by side under one root (the
+shared storage). Once a third of the reachable pages are answered, machine c, never a member,
+starts with the same command line and no manifest: it finds the crawl under way, takes the join
+turn, appends itself to the member list, and the others hand its hosts over as to a machine
+rejoining; it reads their archives (what they stored of its hosts is not fetched again) and crawls.
+Judged from the web's request log and the three machines' WARC files (warcio): all three end
+``done`` with the same members and live machines; every reachable page was requested and is
+stored exactly once; no page was fetched twice (the others paused until no fetch was in flight);
+c stored pages, all of hosts the ring over the three gives it (by name, or by IP); and no host or
+IP delay was violated across machines. Two newcomers starting at once join one after the other,
+and every machine appends them in the same order. A newcomer joining after a member was killed
+reads that member's archive too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from engine.ownership import GlobalRing
+from tests.invitro_harness import WebThread, page_requests, reachable, url_of, when_requests
+from tests.nats_server import nats_server
+from tests.test_agents import check_politeness, records_at_crash, warc_records
+from tests.test_cluster_crawl import host
+from tests.test_cluster_leave import WEB, finish, kill_leftovers, of_b, start, wait_manifest
+
+FIRST, NEWCOMER = ("a", "b"), "c"
+NODES = (*FIRST, NEWCOMER)
+RING = GlobalRing([(node, 1) for node in NODES])  # the members in join order: c appended
+JOIN_TARGET = 30.0  # seconds from c's start to its first fetch
+
+
+def of_c(name: str) -> bool:
+    """Whether a host name or an IP hashes to c on the ring over the three."""
+    return RING.agents_list[RING.owner(name)][0] == NEWCOMER
+
+
+def crawl(root: Path, newcomers: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """a and b crawl; once a third of the pages are answered, ``newcomers`` start at once. Every machine's
+    stats and pages (its WARC records, robots.txt left out), the request log, and when they started."""
+    web = WebThread(WEB, root / "requests.jsonl")
+    seeds = web.web.seeds[:6]
+    expected = reachable(web.model, seeds)
+    errors: dict[str, str] = {}
+    nodes = (*FIRST, *newcomers)
+    try:
+        with nats_server(root / "nats") as broker:
+            answered = when_requests(web, len(expected) // 3)
+            machines = {node: start(root, node, seeds, web, broker.url, size=len(FIRST)) for node in FIRST}
+            try:
+                assert answered.wait(120), "the crawl did not get a third of the way"
+                joined = time.monotonic()
+                for node in newcomers:
+                    machines[node] = start(root, node, seeds, web, broker.url, size=len(FIRST))
+                for node in nodes:
+                    errors[node] = finish(machines[node], root, node, 240)
+            finally:
+                kill_leftovers(machines)
+    finally:
+        log = web.stop()
+    for node in nodes:
+        assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
+    stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in nodes}
+    pages = {node: [uri for kind, uri in warc_records(root / node) if kind in ("response", "revisit")
+                    and not uri.endswith("/robots.txt")] for node in nodes}
+    return web.model, expected, log, stats, pages, joined
+
+
+def check_stored_once(model, expected, log, pages) -> None:  # type: ignore[no-untyped-def]
+    """Every reachable page requested once and stored once across the machines; no host or IP delay violated."""
+    requested = Counter(url_of(r, model.port) for r in page_requests(log))
+    assert set(requested) == expected, f"never fetched: {sorted(expected - set(requested))[:5]}"
+    assert [u for u, n in requested.items() if n > 1] == [], "a page fetched twice"
+    stored = Counter(u for urls in pages.values() for u in urls)
+    assert set(stored) == expected, f"lost: {sorted(expected - set(stored))[:5]}"
+    assert [u for u, n in stored.items() if n > 1] == [], "a page stored by two machines"
+    check_politeness(log)  # every host and IP, across the machines
+
+
+@pytest.fixture(scope="module")
+def machine_joined(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    return crawl(tmp_path_factory.mktemp("join"), (NEWCOMER,))
+
+
+def test_all_three_end_done_on_one_ring_with_c_appended(machine_joined) -> None:  # type: ignore[no-untyped-def]
+    *_, stats, _, _ = machine_joined
+    assert {s["stop_reason"] for s in stats.values()} == {"done"}
+    for node, s in stats.items():
+        assert s["cluster"]["members"] == [[n, 1] for n in NODES], node
+        assert s["cluster"]["live"] == list(NODES), node
+        assert s["cluster"]["joins"] == [NEWCOMER], node
+        assert s["cluster"]["departures"] == [] and s["cluster"]["rejoins"] == [], node
+
+
+def test_every_reachable_page_is_fetched_and_stored_once(machine_joined) -> None:  # type: ignore[no-untyped-def]
+    model, expected, log, stats, pages, _ = machine_joined
+    check_stored_once(model, expected, log, pages)
+
+
+def test_c_crawls_its_share_of_the_hosts_soon_after_it_starts(machine_joined) -> None:  # type: ignore[no-untyped-def]
+    model, expected, log, stats, pages, joined = machine_joined
+    assert pages[NEWCOMER], "c stored nothing"
+    ips = {r.host: r.ip for r in log}
+    assert all(of_c(host(u)) or of_c(ips[host(u)]) for u in pages[NEWCOMER]), "c crawled a host that is not its own"
+    handed = sum(t["handed_over"] for node in FIRST for agent in stats[node]["agents"]
+                 for t in agent.get("takeovers", []))
+    assert handed > 0, "a and b purged none of c's hosts"
+    skipped = sum(t["skipped"] for agent in stats[NEWCOMER]["agents"] for t in agent.get("takeovers", []))
+    mine = set(pages[NEWCOMER])
+    first = min(r.start for r in page_requests(log) if url_of(r, model.port) in mine)
+    print(f"reachable {len(expected)}: a stored {len(pages['a'])}, b {len(pages['b'])}, c {len(pages['c'])}; "
+          f"c's first fetch {first - joined:.2f} s after it started; a and b handed {handed} hosts, "
+          f"c skipped {skipped} pages they had stored")
+    assert skipped > 0, "c read no page of the others' archives into its skip set"
+    assert 0 < first - joined < JOIN_TARGET
+
+
+def test_two_newcomers_at_once_join_one_after_the_other_in_one_order_everywhere(tmp_path: Path) -> None:
+    """c and d start together: one takes the join turn, the other waits for it and then asks with the
+    first appended; all four machines end with the same member list, and the crawl is whole."""
+    model, expected, log, stats, pages, _ = crawl(tmp_path, ("c", "d"))
+    orders = {tuple(tuple(m) for m in s["cluster"]["members"]) for s in stats.values()}
+    assert len(orders) == 1, f"the machines disagree on the members: {orders}"
+    order = [node for node, _ in orders.pop()]
+    assert order[:2] == list(FIRST) and sorted(order[2:]) == ["c", "d"]
+    assert {s["stop_reason"] for s in stats.values()} == {"done"}
+    assert all(s["cluster"]["joins"] == order[2:] for node, s in stats.items() if node in FIRST)
+    # the second read the first's archive too (a newcomer may store nothing: by IP, its hosts may all be
+    # others', hosts resolved before it joined staying with their crawler)
+    sources = [t["sources"] for t in stats[order[3]]["agents"][0]["takeovers"]]
+    assert sources == [[*FIRST, order[2]]], sources
+    check_stored_once(model, expected, log, pages)
+
+
+def test_a_newcomer_after_a_member_left_reads_its_archive_too(tmp_path: Path) -> None:
+    """a, b and c crawl; b is killed (its whole tree) a third of the way; once a and c took its hosts over, d
+    joins: its places come after b's, which keeps its own, and it reads b's archive with the live ones'
+    (b stored pages of d's hosts too). a, c and d end ``done``; every page stored once (b's archive as
+    the kill left it), fetched twice only if b's (its fetches in flight)."""
+    web = WebThread(WEB, tmp_path / "requests.jsonl")
+    seeds = web.web.seeds[:6]
+    expected = reachable(web.model, seeds)
+    three, errors = ("a", "b", "c"), {}
+    try:
+        with nats_server(tmp_path / "nats") as broker:
+            answered = when_requests(web, len(expected) // 3)
+            machines = {node: start(tmp_path, node, seeds, web, broker.url, size=3) for node in three}
+            try:
+                assert answered.wait(120), "the crawl did not get a third of the way"
+                os.killpg(machines["b"].pid, signal.SIGKILL)
+                machines["b"].wait(30)
+                at_crash = [u for u in records_at_crash(tmp_path / "b") if not u.endswith("/robots.txt")]
+                assert wait_manifest(tmp_path / "a", ["a", "c"], 60), "a never took b out of its ring"
+                machines["d"] = start(tmp_path, "d", seeds, web, broker.url, size=3)
+                for node in ("a", "c", "d"):
+                    errors[node] = finish(machines[node], tmp_path, node, 240)
+            finally:
+                kill_leftovers(machines)
+    finally:
+        log = web.stop()
+    for node in ("a", "c", "d"):
+        assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
+    stats = {node: orjson.loads((tmp_path / node / "stats.json").read_bytes()) for node in ("a", "c", "d")}
+    assert {s["stop_reason"] for s in stats.values()} == {"done"}
+    for node, s in stats.items():
+        assert s["cluster"]["members"] == [["a", 1], ["b", 1], ["c", 1], ["d", 1]], node
+        assert s["cluster"]["live"] == ["a", "c", "d"], node
+    assert [t["sources"] for t in stats["d"]["agents"][0]["takeovers"]] == [["a", "b", "c"]]
+    stored = Counter([*at_crash, *(uri for node in ("a", "c", "d") for kind, uri in warc_records(tmp_path / node)
+                                   if kind in ("response", "revisit") and not uri.endswith("/robots.txt"))])
+    assert set(stored) == expected, f"lost: {sorted(expected - set(stored))[:5]}"
+    assert [u for u, n in stored.items() if n > 1] == [], "a page stored twice"
+    requested = Counter(url_of(r, web.model.port) for r in page_requests(log))
+    repeated = {u for u, n in requested.items() if n > 1}
+    assert not repeated & set(at_crash), "a page b had stored was fetched again"
+    assert {host(u) for u in repeated} <= {r.host for r in log if of_b(r.ip)}, "a page of a live machine's host fetched twice"
+    check_politeness(log)
+    print(f"reachable {len(expected)}: b stored {len(at_crash)} before the kill; a {stats['a']['pages']}, "
+          f"c {stats['c']['pages']}, d {stats['d']['pages']}; fetched twice {len(repeated)} (b's in flight)")
