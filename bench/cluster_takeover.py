@@ -67,6 +67,7 @@ def one_run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     done = [t for node in takeovers.values() for t in node]
     return {"takeovers": takeovers,
             "fetches_read_per_second": sum(t["read"] for t in done) / max(sum(t["seconds"] for t in done), 1e-9),
+            "cpu_us_per_fetch_read": 1e6 * sum(t["cpu_seconds"] for t in done) / max(sum(t["read"] for t in done), 1),
             "seconds_to_first_fetch_of_b_hosts": (min(of_b) - killed) if of_b else None}
 
 
@@ -85,10 +86,13 @@ def main() -> None:
         result = one_run(args, Path(tmp))
     for node, done in result["takeovers"].items():
         for t in done:
-            print(f"{node}: read {t['read']} fetches in {t['seconds']:.2f} s ({t['skipped']} of b's pages skipped, "
+            print(f"{node}: read {t['read']} fetches in {t['seconds']:.2f} s, {t['cpu_seconds']:.2f} CPU-s "
+                  f"({t['skipped']} pages of the archives read skipped, "
                   f"{t['rederived']} links re-derived)")
     first = result["seconds_to_first_fetch_of_b_hosts"]
-    print(f"{result['fetches_read_per_second']:.0f} fetches read per second of takeover; first fetch of b's hosts {first if first is None else round(first, 2)} s after the kill")
+    print(f"{result['fetches_read_per_second']:.0f} fetches read per second of takeover, "
+          f"{result['cpu_us_per_fetch_read']:.0f} us of CPU per fetch read; "
+          f"first fetch of b's hosts {first if first is None else round(first, 2)} s after the kill")
     write_result(args.out / "cluster_takeover.json", result | {"args": vars(args) | {"out": str(args.out)},
                                                                "machine": at_start})
 

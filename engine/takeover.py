@@ -108,6 +108,7 @@ class Takeover:
     seeds: int = 0
     read: int = 0  # fetches read back from the archives, the sources' and its own: the cost grows with these
     seconds: float = 0.0  # wall time of the takeover, during which the agent fetches nothing
+    cpu_seconds: float = 0.0  # the agent's CPU meanwhile (the wall time depends on the machine's load)
 
 
 def archive_of(folder: Path) -> Iterator[Path]:
@@ -131,7 +132,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     ``sources`` (node → its output folder: the machines gone, or on a rejoin every other live one)
     and, with ``crawl_delay`` (a robots.txt body's), when each host may be fetched here first."""
     assert router.members is not None
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     old = GlobalRing(router.members, before)
     router.route_by(live)
     settled = router.settle(before)
@@ -186,6 +187,7 @@ def take_over(router: LinkRouter, before: Sequence[str], live: Sequence[str], sk
     router.release_held()
     router.flush()
     report.seconds = round(time.monotonic() - started, 3)
+    report.cpu_seconds = round(time.process_time() - cpu, 3)
     return report
 
 
