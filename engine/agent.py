@@ -83,9 +83,7 @@ class Agent:
         crew = self.crew = Crew(config, build_frontier(config, self.home / "frontier", all_seeds, filters),
                                 Counters(), filters)
         crew.frontier.policy.join(index, agents)  # before the router asks it who owns a URL
-        self.router = LinkRouter(crew, self.out / "links", index, agents, members, config.cluster.node)
-        if live is not None and config.cluster.node not in live:  # its machine joins: it owns no host until
-            self.router.route_by(live)  # the others handed its share over (engine/machines.py)
+        self.router = LinkRouter(crew, self.out / "links", index, agents, members, config.cluster.node, live)
         self.seeds = self.router.mine(all_seeds)
         self.fetcher = fetcher or make_fetcher(ClientSettings.from_config(config.network, config.engine.user_agent),
                                                config.network.client)

@@ -85,7 +85,9 @@ class LinkRouter:
     its IP; ``engine/takeover.py``)."""
 
     def __init__(self, crew: Crew, links: Path, index: int, agents: int,
-                 members: list[Member] | None = None, node: str = "") -> None:
+                 members: list[Member] | None = None, node: str = "", live: Sequence[str] | None = None) -> None:
+        """``live``: the machines to route by at the start, when this agent's own machine is joining and not
+        among them yet: it owns no host until the others have handed its share over (``engine/machines.py``)."""
         self.crew = crew
         self.index, self.agents = index, agents
         self.ring: HashRing = HashRing(agents)
@@ -127,6 +129,8 @@ class LinkRouter:
         self.mail_in = Inbox(links.parent / "policy", index, agents) if talks else None
         self.ticks_alone = hooks.tick is not CrawlPolicy.tick and agents == 1  # several agents tick in the exchange
         self._owners: dict[str, int] = {}
+        if live is not None and node not in live:
+            self.route_by(live)
         self.links = links
         several = agents > 1 or members is not None
         self.outbox = Outbox(links, index, agents, bells=links) if several else None
