@@ -21,7 +21,9 @@ import os
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -31,7 +33,7 @@ from tests.invitro_harness import WebThread, page_requests, reachable, url_of, w
 from tests.nats_server import nats_server
 from tests.test_agents import check_politeness, records_at_crash, warc_records
 from tests.test_cluster_crawl import host
-from tests.test_cluster_leave import WEB, finish, kill_leftovers, of_b, start, wait_manifest
+from tests.test_cluster_leave import WEB, finish, kill_leftovers, of_b, requests_after, start, wait_manifest
 
 FIRST, NEWCOMER = ("a", "b"), "c"
 NODES = (*FIRST, NEWCOMER)
@@ -186,3 +188,116 @@ def test_a_newcomer_after_a_member_left_reads_its_archive_too(tmp_path: Path) ->
     check_politeness(log)
     print(f"reachable {len(expected)}: b stored {len(at_crash)} before the kill; a {stats['a']['pages']}, "
           f"c {stats['c']['pages']}, d {stats['d']['pages']}; fetched twice {len(repeated)} (b's in flight)")
+
+
+def wait_until(check: Callable[[], bool], timeout: float) -> bool:
+    """Whether ``check`` (a look at a file a machine writes as it goes: its manifest, its stderr) holds
+    within ``timeout``; a poll of a small file, bounded by the deadline."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def manifest(root: Path, node: str) -> dict[str, Any]:
+    path = root / node / "crawl.json"
+    return orjson.loads(path.read_bytes()) if path.exists() else {}
+
+
+ASKING = "asking"  # c's manifest names it a member: its entry asks to join; c is started again at once
+HANDOVER = "handover"  # a hands c's hosts over; c is started again once a and b took it out of their rings
+KILL_AT = {ASKING: lambda root: [NEWCOMER, 1] in manifest(root, NEWCOMER).get("members", []),
+           HANDOVER: lambda root: "machine c joins; handing" in (root / "a.stderr").read_text()}
+
+
+def c_killed_and_resumed(root: Path, joining: str | None):  # type: ignore[no-untyped-def]
+    """a and b crawl; a third of the way c joins; c is killed with its whole tree, then started again with
+    ``--resume``. With ``joining`` (:data:`KILL_AT`), c is killed at that point of its join and started again
+    at once (its join turn and entry expire a TTL later), or once a and b saw it leave. Without it, c is killed once live and it fetched 10
+    pages of its hosts, and started again once a and b took them over and fetched
+    10 of them. Every machine's stats and pages (their archives at the end: c's as its restart recovered
+    them), the request log, and what c's archive held at the kill."""
+    web = WebThread(WEB, root / "requests.jsonl")
+    seeds = web.web.seeds  # every host's home page: c's agents look up each of its hosts as soon as they own it
+    expected = reachable(web.model, seeds)
+    errors: dict[str, str] = {}
+    try:
+        with nats_server(root / "nats") as broker:
+            answered = when_requests(web, len(expected) // 3)
+            machines = {node: start(root, node, seeds, web, broker.url, size=len(FIRST)) for node in FIRST}
+            try:
+                assert answered.wait(120), "the crawl did not get a third of the way"
+                machines[NEWCOMER] = start(root, NEWCOMER, seeds, web, broker.url, size=len(FIRST))
+                if joining is not None:
+                    assert wait_until(lambda: KILL_AT[joining](root), 60), f"c never got to {joining}"
+                else:  # a and b fetch no host of c's once they named it live: c's own requests from then on
+                    assert wait_until(lambda: NEWCOMER in manifest(root, NEWCOMER).get("live", []), 60), "c never joined"
+                    assert requests_after(web, time.monotonic(), 10, lambda host, ip: of_c(host) or of_c(ip)).wait(60), \
+                        "c fetched no page of its hosts"
+                os.killpg(machines[NEWCOMER].pid, signal.SIGKILL)
+                killed = time.monotonic()
+                machines[NEWCOMER].wait(30)
+                at_crash = [u for u in records_at_crash(root / NEWCOMER) if not u.endswith("/robots.txt")]
+                if joining == HANDOVER:
+                    assert all(wait_until(lambda: "machine c left" in (root / f"{node}.stderr").read_text(), 60)
+                               for node in FIRST), "a or b never took c out of its ring"
+                elif joining is None:
+                    assert wait_manifest(root / "a", list(FIRST), 60), "a never took c out of its ring"
+                    taken = requests_after(web, killed, 10, lambda host, ip: of_c(host) or of_c(ip))
+                    assert taken.wait(60), "a and b did not crawl c's hosts"
+                machines[NEWCOMER] = start(root, NEWCOMER, seeds, web, broker.url, "--resume", size=len(FIRST))
+                for node in NODES:
+                    errors[node] = finish(machines[node], root, node, 240)
+            finally:
+                kill_leftovers(machines)
+    finally:
+        log = web.stop()
+    for node in NODES:
+        assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
+    stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in NODES}
+    pages = {node: [uri for kind, uri in warc_records(root / node) if kind in ("response", "revisit")
+                    and not uri.endswith("/robots.txt")] for node in NODES}
+    return web.model, expected, log, stats, pages, at_crash
+
+
+def check_c_resumed(model, expected, log, stats, pages, at_crash) -> None:  # type: ignore[no-untyped-def]
+    """All three end ``done`` on one member list with c live; every reachable page stored once across the
+    archives and requested; no page c had stored fetched again, and a page fetched twice only of c's hosts
+    (its fetches in flight at the kill); no host or IP delay violated."""
+    assert {s["stop_reason"] for s in stats.values()} == {"done"}, {n: s["stop_reason"] for n, s in stats.items()}
+    for node, s in stats.items():
+        assert s["cluster"]["members"] == [[n, 1] for n in NODES], node
+        assert s["cluster"]["live"] == list(NODES), node
+    requested = Counter(url_of(r, model.port) for r in page_requests(log))
+    assert set(requested) == expected, f"never fetched: {sorted(expected - set(requested))[:5]}"
+    stored = Counter(u for urls in pages.values() for u in urls)
+    assert set(stored) == expected, f"lost: {sorted(expected - set(stored))[:5]}"
+    assert [u for u, n in stored.items() if n > 1] == [], "a page stored by two machines"
+    repeated = {u for u, n in requested.items() if n > 1}
+    assert not repeated & set(at_crash), "a page c had stored was fetched again"
+    ips = {r.host: r.ip for r in log}
+    assert all(of_c(host(u)) or of_c(ips[host(u)]) for u in repeated), f"fetched twice, not c's: {sorted(repeated)[:5]}"
+    check_politeness(log)
+    print(f"reachable {len(expected)}: a stored {len(pages['a'])}, b {len(pages['b'])}, c {len(pages['c'])} "
+          f"({len(at_crash)} before the kill); fetched twice {len(repeated)}; joins "
+          f"{ {n: s['cluster']['joins'] for n, s in stats.items()} }, rejoins {stats['a']['cluster']['rejoins']}")
+
+
+@pytest.mark.parametrize("joining", [ASKING, HANDOVER])
+def test_a_newcomer_killed_while_joining_and_resumed_joins_again(tmp_path: Path, joining: str) -> None:
+    """c is killed (its whole tree) as soon as its manifest names it a member (its entry asks to join), and
+    started again with ``--resume`` at once; or once a hands its hosts over, and started again once a and b
+    took it out of their rings. It is not live on its own manifest's ring, so it joins again (the turn, its
+    agents owning no host until they read the archives)."""
+    check_c_resumed(*c_killed_and_resumed(tmp_path, joining))
+
+
+def test_a_newcomer_killed_after_it_joined_rejoins_like_any_member(tmp_path: Path) -> None:
+    """c joins and crawls 10 pages of its hosts, is killed (its whole tree); a and b take its hosts over and
+    crawl some; c, started again with ``--resume``, rejoins: they hand its hosts back."""
+    model, expected, log, stats, pages, at_crash = c_killed_and_resumed(tmp_path, None)
+    assert all(s["cluster"]["rejoins"] == [NEWCOMER] for s in stats.values()), "c did not rejoin"
+    assert [d["gone"] for node in FIRST for d in stats[node]["cluster"]["departures"]] == [["c"], ["c"]]
+    check_c_resumed(model, expected, log, stats, pages, at_crash)
