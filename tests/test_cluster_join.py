@@ -261,7 +261,8 @@ def c_killed_and_resumed(root: Path, joining: str | None):  # type: ignore[no-un
                 if joining is not None:
                     assert wait_until(lambda: KILL_AT[joining](root), 60), f"c never got to {joining}"
                 else:  # a and b fetch no host of c's once they named it live: c's own requests from then on
-                    assert wait_until(lambda: NEWCOMER in manifest(root, NEWCOMER).get("live", []), 60), "c never joined"
+                    assert wait_until(lambda: NEWCOMER in manifest(root, NEWCOMER).get("live", []), 60), \
+                        "c never joined"
                     assert pages_of_c_after(web, time.monotonic(), 20).wait(60), "c fetched no page of its hosts"
                 os.killpg(machines[NEWCOMER].pid, signal.SIGKILL)
                 killed = time.monotonic()
