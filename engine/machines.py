@@ -23,7 +23,8 @@ The supervisor (``engine/supervisor.py``) makes one :class:`Machines` when ``clu
 * **joins a crawl under way**, or lets a machine join: one that was never a member finds the others'
   entries naming the members (``engine/cluster.py: running``), waits for the join turn, appends itself
   to their list and goes through the same handoff as a machine rejoining; the others take the longer
-  list (their bridge and agents get the newcomer's places) with the larger ring.
+  list (their bridge and agents get the newcomer's places) with the larger ring. A newcomer stopped
+  before it joined (its manifest names it a member, not live) and resumed joins so again.
 """
 
 from __future__ import annotations
