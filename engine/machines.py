@@ -23,7 +23,8 @@ The supervisor (``engine/supervisor.py``) makes one :class:`Machines` when ``clu
 * **joins a crawl under way**, or lets a machine join: one that was never a member finds the others'
   entries naming the members (``engine/cluster.py: running``), waits for the join turn, appends itself
   to their list and goes through the same handoff as a machine rejoining; the others take the longer
-  list (their bridge and agents get the newcomer's places) with the larger ring.
+  list (their bridge and agents get the newcomer's places) with the larger ring. A newcomer stopped
+  before it joined (its manifest names it a member, not live) and resumed joins so again.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import orjson
 
 from engine.bridge import Bridge
 from engine.cluster import (HEARTBEAT, Beats, Cluster, ClusterError, Entry, crawl_over, left_out, newcomer,
-                            note_beats, rejoining, running)
+                            note_beats, rejoining)
 from engine.config import Config
 from engine.ownership import GlobalRing, Member
 from engine.status import AgentStatus
@@ -106,10 +107,14 @@ class Machines:
         await cluster.connect()
         manifest = out / "crawl.json"
         saved = orjson.loads(manifest.read_bytes()) if self.supervisor.resuming and manifest.exists() else {}
-        if "members" in saved:
+        if "members" in saved and node not in (saved.get("live") or [node]):
+            # a newcomer stopped or killed before it joined: it joins again, as a newcomer (the turn; its agents
+            # own no host until they read every member's archive), whether or not the others named it
+            await self.join_running()
+        elif "members" in saved:
             self.members = [(n, agents) for n, agents in saved["members"]]
             live = saved.get("live")
-            if left_out(node, await cluster.view()) or node not in (live or [node]):  # or stopped while joining
+            if left_out(node, await cluster.view()):
                 members, others = await self.agreed()
                 if members[:len(self.members)] == self.members:  # machines joined while it was away
                     self.members = members
@@ -132,20 +137,22 @@ class Machines:
         """Join the crawl under way as a new member: once it is this machine's turn (one newcomer at a time,
         so that every machine appends the same ones in the same order), put its entry ``joining`` with
         the others' member list and itself appended, its agents paused; the others hand its hosts over
-        (:meth:`follow`), as to a machine rejoining."""
+        (:meth:`follow`), as to a machine rejoining. A newcomer stopped before it joined and resumed joins
+        so again: the others may have appended it already, and may still name it live."""
         cluster, node = self.cluster, self.config.node
         print(f"crawl: machine {node} joins crawl {self.config.crawl_id!r} under way; waiting for its turn",
               file=sys.stderr, flush=True)
-        await cluster.take_turn(lambda view: not running(node, view))
+        await cluster.take_turn(lambda view: not any(e.members and not e.stop for n, e in view.items() if n != node))
         self.newcomer = self.joining = self.supervisor.paused = True  # its agents start paused
         members, live = await self.agreed()
-        self.members = [*members, (node, self.agents)]
+        # one joining again may be among the others' members already, even live (its entry not expired yet)
+        self.members = members if node in dict(members) else [*members, (node, self.agents)]
         # not live on its own ring yet: its agents own no host (no seed, no link, no lookup) until they
         # have read the others' archives, once all handed its share over (:meth:`rejoin`)
-        self.ring = GlobalRing(self.members, live)
+        self.ring = GlobalRing(self.members, [n for n in live if n != node])
         await cluster.beat(live=self.live, joining=True, members=self.members)
-        print(f"crawl: machine {node} joins crawl {self.config.crawl_id!r} after {', '.join(n for n, _ in members)}",
-              file=sys.stderr, flush=True)
+        others = ", ".join(n for n, _ in self.members if n != node)
+        print(f"crawl: machine {node} joins crawl {self.config.crawl_id!r} after {others}", file=sys.stderr, flush=True)
 
     async def agreed(self) -> tuple[list[Member], list[str]]:
         """The members and the live machines the others agree on (waited for while they change, up to the

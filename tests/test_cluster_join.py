@@ -12,22 +12,28 @@ stored exactly once; no page was fetched twice (the others paused until no fetch
 c stored pages, all of hosts the ring over the three gives it (by name, or by IP); and no host or
 IP delay was violated across machines. Two newcomers starting at once join one after the other,
 and every machine appends them in the same order. A newcomer joining after a member was killed
-reads that member's archive too.
+reads that member's archive too. A newcomer killed with its whole tree while it joins and started
+again with ``--resume`` joins again (the turn, every member's archive); one killed after it joined
+and crawled rejoins like any member; either way the crawl ends whole, fetched twice only what the
+kill cut.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
 from engine.ownership import GlobalRing
-from tests.invitro_harness import WebThread, page_requests, reachable, url_of, when_requests
+from tests.invitro_harness import WebThread, page_requests, reachable, url_of, when_logged, when_requests
 from tests.nats_server import nats_server
 from tests.test_agents import check_politeness, records_at_crash, warc_records
 from tests.test_cluster_crawl import host
@@ -141,11 +147,14 @@ def test_two_newcomers_at_once_join_one_after_the_other_in_one_order_everywhere(
     check_stored_once(model, expected, log, pages)
 
 
-def test_a_newcomer_after_a_member_left_reads_its_archive_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize("resumed", [False, True], ids=["once", "resumed"])
+def test_a_newcomer_after_a_member_left_reads_its_archive_too(tmp_path: Path, resumed: bool) -> None:
     """a, b and c crawl; b is killed (its whole tree) a third of the way; once a and c took its hosts over, d
     joins: its places come after b's, which keeps its own, and it reads b's archive with the live ones'
     (b stored pages of d's hosts too). a, c and d end ``done``; every page stored once (b's archive as
-    the kill left it), fetched twice only if b's (its fetches in flight)."""
+    the kill left it), fetched twice only if b's (its fetches in flight). ``resumed``: d is killed too (its
+    whole tree) while a hands its hosts over, and started again with ``--resume`` once a and c saw it leave;
+    it joins again, and reads b's archive still (not only the live machines', as a member rejoining)."""
     web = WebThread(WEB, tmp_path / "requests.jsonl")
     seeds = web.web.seeds[:6]
     expected = reachable(web.model, seeds)
@@ -161,6 +170,13 @@ def test_a_newcomer_after_a_member_left_reads_its_archive_too(tmp_path: Path) ->
                 at_crash = [u for u in records_at_crash(tmp_path / "b") if not u.endswith("/robots.txt")]
                 assert wait_manifest(tmp_path / "a", ["a", "c"], 60), "a never took b out of its ring"
                 machines["d"] = start(tmp_path, "d", seeds, web, broker.url, size=3)
+                if resumed:
+                    assert wait_until(lambda: "machine d joins; handing" in (tmp_path / "a.stderr").read_text(), 60)
+                    os.killpg(machines["d"].pid, signal.SIGKILL)
+                    machines["d"].wait(30)
+                    assert all(wait_until(lambda: "machine d left" in (tmp_path / f"{node}.stderr").read_text(), 60)
+                               for node in ("a", "c")), "a or c never took d out of its ring"
+                    machines["d"] = start(tmp_path, "d", seeds, web, broker.url, "--resume", size=3)
                 for node in ("a", "c", "d"):
                     errors[node] = finish(machines[node], tmp_path, node, 240)
             finally:
@@ -186,3 +202,130 @@ def test_a_newcomer_after_a_member_left_reads_its_archive_too(tmp_path: Path) ->
     check_politeness(log)
     print(f"reachable {len(expected)}: b stored {len(at_crash)} before the kill; a {stats['a']['pages']}, "
           f"c {stats['c']['pages']}, d {stats['d']['pages']}; fetched twice {len(repeated)} (b's in flight)")
+
+
+def wait_until(check: Callable[[], bool], timeout: float) -> bool:
+    """Whether ``check`` (a look at a file a machine writes as it goes: its manifest, its stderr) holds
+    within ``timeout``; a poll of a small file, bounded by the deadline."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def manifest(root: Path, node: str) -> dict[str, Any]:
+    path = root / node / "crawl.json"
+    return orjson.loads(path.read_bytes()) if path.exists() else {}
+
+
+ASKING = "asking"  # c's manifest names it a member: its entry asks to join; c is started again at once
+HANDOVER = "handover"  # a hands c's hosts over; c is started again once a and b took it out of their rings
+KILL_AT = {ASKING: lambda root: [NEWCOMER, 1] in manifest(root, NEWCOMER).get("members", []),
+           HANDOVER: lambda root: "machine c joins; handing" in (root / "a.stderr").read_text()}
+
+
+def pages_of_c_after(web: WebThread, since: float, n: int) -> threading.Event:
+    """Set once the web answered ``n`` requests for pages (robots.txt left out) of c's hosts, by name or by
+    IP, that began after ``since``."""
+    seen = [0]
+
+    def counts(entry: dict[str, object]) -> bool:
+        if (entry["target"] != "/robots.txt" and float(entry["start"]) > since  # type: ignore[arg-type]
+                and (of_c(str(entry["host"])) or of_c(str(entry["ip"])))):
+            seen[0] += 1
+        return seen[0] >= n
+
+    return when_logged(web, counts)
+
+
+def c_killed_and_resumed(root: Path, joining: str | None):  # type: ignore[no-untyped-def]
+    """a and b crawl; a third of the way c joins; c is killed with its whole tree, then started again with
+    ``--resume``. With ``joining`` (:data:`KILL_AT`), c is killed at that point of its join and started again
+    at once (its join turn and entry expire a TTL later), or once a and b saw it leave. Without it, c is
+    killed once live and it fetched 20 pages of its hosts, and started again once a and b took them over and
+    fetched 10 pages of them. Every machine's stats and pages (their archives at the end: c's as its restart
+    recovered them), the request log, and what c's archive held at the kill."""
+    web = WebThread(WEB, root / "requests.jsonl")
+    seeds = web.web.seeds  # every host's home page: c's agents look up each of its hosts as soon as they own it
+    expected = reachable(web.model, seeds)
+    errors: dict[str, str] = {}
+    try:
+        with nats_server(root / "nats") as broker:
+            answered = when_requests(web, len(expected) // 3)
+            machines = {node: start(root, node, seeds, web, broker.url, size=len(FIRST)) for node in FIRST}
+            try:
+                assert answered.wait(120), "the crawl did not get a third of the way"
+                machines[NEWCOMER] = start(root, NEWCOMER, seeds, web, broker.url, size=len(FIRST))
+                if joining is not None:
+                    assert wait_until(lambda: KILL_AT[joining](root), 60), f"c never got to {joining}"
+                else:  # a and b fetch no host of c's once they named it live: c's own requests from then on
+                    assert wait_until(lambda: NEWCOMER in manifest(root, NEWCOMER).get("live", []), 60), \
+                        "c never joined"
+                    assert pages_of_c_after(web, time.monotonic(), 20).wait(60), "c fetched no page of its hosts"
+                os.killpg(machines[NEWCOMER].pid, signal.SIGKILL)
+                killed = time.monotonic()
+                machines[NEWCOMER].wait(30)
+                at_crash = [u for u in records_at_crash(root / NEWCOMER) if not u.endswith("/robots.txt")]
+                if joining == HANDOVER:
+                    assert all(wait_until(lambda: "machine c left" in (root / f"{node}.stderr").read_text(), 60)
+                               for node in FIRST), "a or b never took c out of its ring"
+                elif joining is None:
+                    assert wait_manifest(root / "a", list(FIRST), 60), "a never took c out of its ring"
+                    assert pages_of_c_after(web, killed, 10).wait(60), "a and b did not crawl c's hosts"
+                machines[NEWCOMER] = start(root, NEWCOMER, seeds, web, broker.url, "--resume", size=len(FIRST))
+                for node in NODES:
+                    errors[node] = finish(machines[node], root, node, 240)
+            finally:
+                kill_leftovers(machines)
+    finally:
+        log = web.stop()
+    for node in NODES:
+        assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
+    stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in NODES}
+    pages = {node: [uri for kind, uri in warc_records(root / node) if kind in ("response", "revisit")
+                    and not uri.endswith("/robots.txt")] for node in NODES}
+    return web.model, expected, log, stats, pages, at_crash
+
+
+def check_c_resumed(model, expected, log, stats, pages, at_crash) -> None:  # type: ignore[no-untyped-def]
+    """All three end ``done`` on one member list with c live; every reachable page stored once across the
+    archives and requested; no page c had stored fetched again, and a page fetched twice only of c's hosts
+    (its fetches in flight at the kill); no host or IP delay violated."""
+    assert {s["stop_reason"] for s in stats.values()} == {"done"}, {n: s["stop_reason"] for n, s in stats.items()}
+    for node, s in stats.items():
+        assert s["cluster"]["members"] == [[n, 1] for n in NODES], node
+        assert s["cluster"]["live"] == list(NODES), node
+    requested = Counter(url_of(r, model.port) for r in page_requests(log))
+    assert set(requested) == expected, f"never fetched: {sorted(expected - set(requested))[:5]}"
+    stored = Counter(u for urls in pages.values() for u in urls)
+    assert set(stored) == expected, f"lost: {sorted(expected - set(stored))[:5]}"
+    assert [u for u, n in stored.items() if n > 1] == [], "a page stored by two machines"
+    repeated = {u for u, n in requested.items() if n > 1}
+    assert not repeated & set(at_crash), "a page c had stored was fetched again"
+    ips = {r.host: r.ip for r in log}
+    assert all(of_c(host(u)) or of_c(ips[host(u)]) for u in repeated), f"fetched twice, not c's: {sorted(repeated)[:5]}"
+    check_politeness(log)
+    print(f"reachable {len(expected)}: a stored {len(pages['a'])}, b {len(pages['b'])}, c {len(pages['c'])} "
+          f"({len(at_crash)} before the kill); fetched twice {len(repeated)}; joins "
+          f"{ {n: s['cluster']['joins'] for n, s in stats.items()} }, rejoins {stats['a']['cluster']['rejoins']}")
+
+
+@pytest.mark.parametrize("joining", [ASKING, HANDOVER])
+def test_a_newcomer_killed_while_joining_and_resumed_joins_again(tmp_path: Path, joining: str) -> None:
+    """c is killed (its whole tree) as soon as its manifest names it a member (its entry asks to join), and
+    started again with ``--resume`` at once; or once a hands its hosts over, and started again once a and b
+    took it out of their rings. It is not live on its own manifest's ring, so it joins again (the turn, its
+    agents owning no host until they read the archives)."""
+    check_c_resumed(*c_killed_and_resumed(tmp_path, joining))
+
+
+def test_a_newcomer_killed_after_it_joined_rejoins_like_any_member(tmp_path: Path) -> None:
+    """c joins and crawls 20 pages of its hosts, is killed (its whole tree); a and b take its hosts over and
+    crawl some; c, started again with ``--resume``, rejoins: they hand its hosts back."""
+    model, expected, log, stats, pages, at_crash = c_killed_and_resumed(tmp_path, None)
+    assert at_crash, "c must have stored pages before the kill"
+    assert all(s["cluster"]["rejoins"] == [NEWCOMER] for s in stats.values()), "c did not rejoin"
+    assert [d["gone"] for node in FIRST for d in stats[node]["cluster"]["departures"]] == [["c"], ["c"]]
+    check_c_resumed(model, expected, log, stats, pages, at_crash)
