@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,26 +61,43 @@ def crawl(root: Path, newcomers: tuple[str, ...]):  # type: ignore[no-untyped-de
     errors: dict[str, str] = {}
     nodes = (*FIRST, *newcomers)
     try:
-        with nats_server(root / "nats") as broker:
-            answered = when_requests(web, len(expected) // 3)
-            machines = {node: start(root, node, seeds, web, broker.url, size=len(FIRST)) for node in FIRST}
-            try:
-                assert answered.wait(120), "the crawl did not get a third of the way"
-                joined = time.monotonic()
-                for node in newcomers:
-                    machines[node] = start(root, node, seeds, web, broker.url, size=len(FIRST))
-                for node in nodes:
-                    errors[node] = finish(machines[node], root, node, 240)
-            finally:
-                kill_leftovers(machines)
+        with from_a_third(root, web, seeds, expected, errors) as (broker, machines):
+            joined = time.monotonic()
+            for node in newcomers:
+                machines[node] = start(root, node, seeds, web, broker, size=len(FIRST))
     finally:
         log = web.stop()
+    stats, pages = outcome(root, nodes, machines, errors)
+    return web.model, expected, log, stats, pages, joined
+
+
+@contextmanager
+def from_a_third(root: Path, web: WebThread, seeds: list[str], expected: set[str], errors: dict[str, str]
+                 ) -> Iterator[tuple[str, dict[str, subprocess.Popen[str]]]]:
+    """a and b crawl through a broker of their own; the block runs once a third of the pages are answered,
+    with the broker's URL and the machines, to which it may add; then each machine is waited for (what it
+    wrote on stderr into ``errors``), and any left killed."""
+    with nats_server(root / "nats") as broker:
+        answered = when_requests(web, len(expected) // 3)
+        machines = {node: start(root, node, seeds, web, broker.url, size=len(FIRST)) for node in FIRST}
+        try:
+            assert answered.wait(120), "the crawl did not get a third of the way"
+            yield broker.url, machines
+            for node, process in machines.items():
+                errors[node] = finish(process, root, node, 240)
+        finally:
+            kill_leftovers(machines)
+
+
+def outcome(root: Path, nodes: Sequence[str], machines: dict[str, subprocess.Popen[str]], errors: dict[str, str]
+            ) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Each machine's stats.json and the pages in its WARC files (robots.txt left out), once all exited well."""
     for node in nodes:
         assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
     stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in nodes}
     pages = {node: [uri for kind, uri in warc_records(root / node) if kind in ("response", "revisit")
                     and not uri.endswith("/robots.txt")] for node in nodes}
-    return web.model, expected, log, stats, pages, joined
+    return stats, pages
 
 
 def check_stored_once(model, expected, log, pages) -> None:  # type: ignore[no-untyped-def]
@@ -252,40 +271,28 @@ def c_killed_and_resumed(root: Path, joining: str | None):  # type: ignore[no-un
     expected = reachable(web.model, seeds)
     errors: dict[str, str] = {}
     try:
-        with nats_server(root / "nats") as broker:
-            answered = when_requests(web, len(expected) // 3)
-            machines = {node: start(root, node, seeds, web, broker.url, size=len(FIRST)) for node in FIRST}
-            try:
-                assert answered.wait(120), "the crawl did not get a third of the way"
-                machines[NEWCOMER] = start(root, NEWCOMER, seeds, web, broker.url, size=len(FIRST))
-                if joining is not None:
-                    assert wait_until(lambda: KILL_AT[joining](root), 60), f"c never got to {joining}"
-                else:  # a and b fetch no host of c's once they named it live: c's own requests from then on
-                    assert wait_until(lambda: NEWCOMER in manifest(root, NEWCOMER).get("live", []), 60), \
-                        "c never joined"
-                    assert pages_of_c_after(web, time.monotonic(), 20).wait(60), "c fetched no page of its hosts"
-                os.killpg(machines[NEWCOMER].pid, signal.SIGKILL)
-                killed = time.monotonic()
-                machines[NEWCOMER].wait(30)
-                at_crash = [u for u in records_at_crash(root / NEWCOMER) if not u.endswith("/robots.txt")]
-                if joining == HANDOVER:
-                    assert all(wait_until(lambda: "machine c left" in (root / f"{node}.stderr").read_text(), 60)
-                               for node in FIRST), "a or b never took c out of its ring"
-                elif joining is None:
-                    assert wait_manifest(root / "a", list(FIRST), 60), "a never took c out of its ring"
-                    assert pages_of_c_after(web, killed, 10).wait(60), "a and b did not crawl c's hosts"
-                machines[NEWCOMER] = start(root, NEWCOMER, seeds, web, broker.url, "--resume", size=len(FIRST))
-                for node in NODES:
-                    errors[node] = finish(machines[node], root, node, 240)
-            finally:
-                kill_leftovers(machines)
+        with from_a_third(root, web, seeds, expected, errors) as (broker, machines):
+            machines[NEWCOMER] = start(root, NEWCOMER, seeds, web, broker, size=len(FIRST))
+            if joining is not None:
+                assert wait_until(lambda: KILL_AT[joining](root), 60), f"c never got to {joining}"
+            else:  # a and b fetch no host of c's once they named it live: c's own requests from then on
+                assert wait_until(lambda: NEWCOMER in manifest(root, NEWCOMER).get("live", []), 60), \
+                    "c never joined"
+                assert pages_of_c_after(web, time.monotonic(), 20).wait(60), "c fetched no page of its hosts"
+            os.killpg(machines[NEWCOMER].pid, signal.SIGKILL)
+            killed = time.monotonic()
+            machines[NEWCOMER].wait(30)
+            at_crash = [u for u in records_at_crash(root / NEWCOMER) if not u.endswith("/robots.txt")]
+            if joining == HANDOVER:
+                assert all(wait_until(lambda: "machine c left" in (root / f"{node}.stderr").read_text(), 60)
+                           for node in FIRST), "a or b never took c out of its ring"
+            elif joining is None:
+                assert wait_manifest(root / "a", list(FIRST), 60), "a never took c out of its ring"
+                assert pages_of_c_after(web, killed, 10).wait(60), "a and b did not crawl c's hosts"
+            machines[NEWCOMER] = start(root, NEWCOMER, seeds, web, broker, "--resume", size=len(FIRST))
     finally:
         log = web.stop()
-    for node in NODES:
-        assert machines[node].returncode == 0, f"machine {node}: {errors[node]}"
-    stats = {node: orjson.loads((root / node / "stats.json").read_bytes()) for node in NODES}
-    pages = {node: [uri for kind, uri in warc_records(root / node) if kind in ("response", "revisit")
-                    and not uri.endswith("/robots.txt")] for node in NODES}
+    stats, pages = outcome(root, NODES, machines, errors)
     return web.model, expected, log, stats, pages, at_crash
 
 
