@@ -71,6 +71,16 @@ HEARTBEAT = 0.5  # seconds between two puts of a machine's entry
 TURN = "join.turn"  # the key of the bucket held by the one machine joining a running crawl, its name the value
 
 
+def adopt_key(node: str) -> str:
+    """The key held by the machine adopting ``node`` (its name the value): one adopter per machine gone."""
+    return f"adopt.{node}"
+
+
+def back_key(node: str) -> str:
+    """The key ``node``, come back, puts while another machine runs its agents: it asks for them back."""
+    return f"back.{node}"
+
+
 RECONNECTS = 10  # attempts a second apart, at the first connect and after losing the server
 
 
@@ -106,13 +116,15 @@ class Entry:
     live: list[str] = field(default_factory=list)  # the machines whose agents its ring is made of
     joining: bool = False  # it left and came back, or joins anew: it waits for the others to hand its hosts over
     members: list[Member] = field(default_factory=list)  # its ring's places, in join order (a newcomer learns them here)
+    adopted_by: str = ""  # the machine whose process tree runs this one's agents since it left (engine/adoption.py)
 
     @property
     def state(self) -> str:
         """``crawling``; ``quiet``: idle, nothing unsent or unread; ``rejoining``: waiting for its hosts
-        to be handed back; ``stopped: REASON``."""
-        return (f"stopped: {self.stop}" if self.stop else "rejoining" if self.joining
-                else "quiet" if self.quiet else "crawling")
+        to be handed back; ``stopped: REASON``; any of the first three ``, adopted by NODE``."""
+        state = (f"stopped: {self.stop}" if self.stop else "rejoining" if self.joining
+                 else "quiet" if self.quiet else "crawling")
+        return f"{state}, adopted by {self.adopted_by}" if self.adopted_by and not self.stop else state
 
     def encode(self) -> bytes:
         return orjson.dumps(asdict(self))
@@ -204,7 +216,7 @@ async def read_entries(js: JetStreamContext, kv: KeyValue, crawl_id: str) -> dic
     entries = {}
     for subject in info.state.subjects or {}:
         key = subject[len(prefix):]
-        if "." in key:  # not a node (a node's name has no dot): the join turn
+        if "." in key:  # not a node (a node's name has no dot): the join turn, an adoption
             continue
         try:
             item = await kv.get(key)
@@ -318,31 +330,47 @@ class Cluster:
                                    f"within {self.config.join_timeout:.0f} s: {', '.join(sorted(view))}")
             await asyncio.sleep(HEARTBEAT)  # a heartbeat period: the others put their entries at this pace
 
-    async def take_turn(self, give_up: Callable[[dict[str, Entry]], bool]) -> None:
-        """Wait for this machine's turn to join the running crawl: the key :data:`TURN` is created only
-        if no other machine holds it. The holder puts it again with each beat while it joins
-        (:meth:`keep_turn`) and deletes it once joined; a holder that dies loses it with the TTL.
-        A :class:`ClusterError` if ``give_up`` says so of a view meanwhile (the crawl stopped)."""
+    async def claim(self, key: str) -> bool:
+        """Create ``key`` (this machine's name its value) if no machine holds it; whether it did. The holder
+        puts it again with each beat (:meth:`keep`) and deletes it when done (:meth:`release`); a holder
+        that dies loses it with the TTL."""
         from nats.js.errors import KeyWrongLastSequenceError
 
         assert self._kv is not None
-        while True:
-            try:
-                await self._kv.create(TURN, self.config.node.encode())
-                return
-            except KeyWrongLastSequenceError:  # another machine is joining
-                if give_up(await self.view()):
-                    raise ClusterError(f"crawl {self.config.crawl_id!r} stopped before machine "
-                                       f"{self.config.node} could join it") from None
+        try:
+            await self._kv.create(key, self.config.node.encode())
+        except KeyWrongLastSequenceError:
+            return False
+        return True
+
+    async def holder(self, key: str) -> str | None:
+        """The machine holding ``key``, if any."""
+        from nats.js.errors import KeyNotFoundError
+
+        assert self._kv is not None
+        try:
+            item = await self._kv.get(key)
+        except KeyNotFoundError:
+            return None
+        return item.value.decode() if item.value else None
+
+    async def keep(self, key: str) -> None:
+        assert self._kv is not None
+        await self._kv.put(key, self.config.node.encode())
+
+    async def release(self, key: str) -> None:
+        assert self._kv is not None
+        await self._kv.delete(key)
+
+    async def take_turn(self, give_up: Callable[[dict[str, Entry]], bool]) -> None:
+        """Wait for this machine's turn to join the running crawl: the key :data:`TURN`, claimed, kept with
+        each beat while it joins and released once joined.
+        A :class:`ClusterError` if ``give_up`` says so of a view meanwhile (the crawl stopped)."""
+        while not await self.claim(TURN):  # another machine is joining
+            if give_up(await self.view()):
+                raise ClusterError(f"crawl {self.config.crawl_id!r} stopped before machine "
+                                   f"{self.config.node} could join it")
             await asyncio.sleep(HEARTBEAT)  # the holder joins within a few beats
-
-    async def keep_turn(self) -> None:
-        assert self._kv is not None
-        await self._kv.put(TURN, self.config.node.encode())
-
-    async def end_turn(self) -> None:
-        assert self._kv is not None
-        await self._kv.delete(TURN)
 
     async def close(self) -> None:
         if self.nc is not None:

@@ -28,10 +28,13 @@ supervisor
   other machines (``engine/bridge.py``), beats its entry with its quiet state and the positions of
   its spools to and from them, and ends the crawl when every machine is quiet and every spool
   taken in, not when its own agents are; a stop of one machine stops them all. A machine whose
-  entry expired has left: its agents take its hosts over (``engine/takeover.py``); one that cannot
+  entry expired has left: a survivor adopts it, running its supervisor in its own tree until it
+  comes back (``engine/adoption.py``), or, with ``cluster.departure = "take_over"``, the agents
+  take its hosts over (``engine/takeover.py``); one that cannot
   put its entry for half the TTL stops (``cut off``), before the others take its hosts; one that
   left and comes back rejoins, after the others handed its hosts back; one that was never a member
-  joins the crawl under way the same way, appended to the members;
+  joins the crawl under way the same way, appended to the members. Each supervisor holds its
+  folder's ``OUT/lock`` (:func:`lock_folder`);
 * **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
   :class:`~engine.control.Controllable`, fanning each command out to the agents and answering
   once every agent has applied it. Paused state, added seeds and live settings are kept in
@@ -43,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import fcntl
 import os
 import resource
 import signal
@@ -73,6 +77,7 @@ if TYPE_CHECKING:  # imported when a machine joins a crawl over several (they br
     from engine.machines import Machines
 
 MANIFEST = "crawl.json"
+LOCK = "lock"  # OUT/lock: flock-ed by the one supervisor running the crawl of the folder
 EXIT_STORE_FULL = 3  # exit status of an agent, and of ``crawl run``, stopped by a full disk (1: failed, 2: usage)
 RESERVE = "reserve"  # OUT/reserve: room set aside while the crawl runs, given back for stats.json on a full disk
 RESERVE_BYTES = 1 << 20
@@ -104,6 +109,20 @@ def prepare_folder(out: Path, processes: int, resume: bool) -> tuple[int, bool]:
     return agents, True
 
 
+def lock_folder(out: Path) -> int | None:
+    """Hold ``OUT/lock`` for this process's life (an ``flock``: gone with the process, however it ends);
+    its descriptor, or None if another process holds it. Two supervisors writing one folder would
+    break it: a machine resumed while the survivor that adopted it still runs it (``engine/adoption.py``),
+    or a second ``crawl run --resume`` by mistake."""
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
 @dataclass
 class AgentProcess:
     index: int
@@ -119,7 +138,7 @@ class AgentProcess:
 
 class Supervisor:
     def __init__(self, config: Config, seeds: list[str], agents: int, *, resuming: bool,
-                 notifier: Notifier | None = None) -> None:
+                 notifier: Notifier | None = None, adopted_by: str = "") -> None:
         self.config = config
         self.seeds = seeds
         self.out = config.out_dir
@@ -145,7 +164,7 @@ class Supervisor:
         if config.cluster.url:
             from engine.machines import Machines
 
-            self.machines = Machines(self, agents)
+            self.machines = Machines(self, agents, adopted_by)
         self._watch_renew = 0.0  # monotonic: when GET /hosts next tells the agents to go on listing their hosts
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -154,7 +173,10 @@ class Supervisor:
         """Run the crawl to its end; returns the summary written to ``OUT/stats.json``."""
         self.out.mkdir(parents=True, exist_ok=True)
         if self.machines is not None:
+            await self.machines.connect()  # takes the folder once the machine that adopted this one let it go
             await self.machines.join()
+        elif lock_folder(self.out) is None:
+            raise CrawlFolderError(f"another process runs the crawl in {self.out}")
         try:
             self.keep_room()
             self.write_manifest()
@@ -553,12 +575,14 @@ class Supervisor:
         return SharedIpTable.count_ips(table) if len(self.agents) > 1 and table.exists() else agents_ips
 
 
-def supervise(config: Config, seeds: list[str], agents: int, *, resuming: bool) -> tuple[dict[str, Any], int]:
-    """Run a whole crawl from this process; returns (summary, exit status: :attr:`Supervisor.exit_status`)."""
+def supervise(config: Config, seeds: list[str], agents: int, *, resuming: bool,
+              adopted_by: str = "") -> tuple[dict[str, Any], int]:
+    """Run a whole crawl from this process; returns (summary, exit status: :attr:`Supervisor.exit_status`).
+    ``adopted_by``: the machine that runs this one, gone, in its process tree (``engine/adoption.py``)."""
     import uvloop
 
     async def main() -> tuple[dict[str, Any], int]:
-        supervisor = Supervisor(config, seeds, agents, resuming=resuming)
+        supervisor = Supervisor(config, seeds, agents, resuming=resuming, adopted_by=adopted_by)
         summary = await supervisor.run()
         return summary, supervisor.exit_status
 

@@ -243,7 +243,7 @@ class Takeovers:
                 self.done.append(Takeover([], handed_over=handed, handed_on=moved))
             return
         c = config.cluster
-        root = Path(c.machines_root) if c.machines_root else config.out_dir.parent
+        root = config.machines_root
         rejoined = bool(sources)
         if not rejoined and router.handed_away(live):  # links to the hosts it takes back are in every machine's archive
             sources = [n for n in live if n != c.node]

@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from engine.bridge import Bridge
-from engine.cluster import (Cluster, ClusterError, Entry, crawl_over, left_out, machines, newcomer, note_beats,
-                            rejoining, running, stream_name)
+from engine.cluster import (TURN, Cluster, ClusterError, Entry, adopt_key, crawl_over, left_out, machines, newcomer,
+                            note_beats, rejoining, running, stream_name)
 from engine.config import ClusterConfig
 from engine.link_exchange import BRIDGE, Inbox, Outbox
 from engine.ownership import GlobalRing
@@ -196,8 +196,10 @@ async def test_one_machine_at_a_time_holds_the_join_turn(server: str) -> None:
         with pytest.raises(TimeoutError):  # three beats: d waits while c holds the turn
             await asyncio.wait_for(d.take_turn(lambda view: not running("d", view)), 1.5)
         assert set(await member.view()) == {"a"}, "the turn is no machine's entry"
-        await c.keep_turn()
-        await c.end_turn()
+        await c.keep(TURN)
+        assert await c.holder(TURN) == "c" and await c.holder(adopt_key("b")) is None
+        assert not await d.claim(TURN), "held by c"
+        await c.release(TURN)
         await asyncio.wait_for(d.take_turn(lambda view: not running("d", view)), 10)
         await member.beat(stop="done")
         with pytest.raises(ClusterError, match="stopped before machine c could join"):
