@@ -2,19 +2,17 @@
 
 When machine X's entry expires, one survivor A (the one that claims the key ``adopt.X``,
 ``engine/cluster.py``) runs X's supervisor as a child process of its own, in its own process
-tree, so that a kill -9 of A's tree kills it too: ``python -m engine.adoption FOLDER ADOPTER``
-(:class:`Adopted`). It resumes X from X's folder on the shared storage
-(``cluster.machines_root/X``, on one box X's ``--out``) exactly as ``crawl run --resume`` of X
-would: X's configuration and seeds from X's manifest, its agents from their checkpoints and the
-replay of their archives since (``engine/resume.py``). So no host moves, nothing is re-derived,
-X's subjects and durable consumers still hold what was sent to X meanwhile, and the cost is that
-of one checkpoint interval of X's archive, whatever the crawl's length. Overridden: the folder
-(as A sees the shared storage), ``cluster.machines_root`` (its parent), no control API (X's
-address is X's) and no progress display (A's terminal). X's supervisor finds the ring still
-naming X live, beats X's entry with ``adopted_by = A`` and crawls on.
+tree, so that a kill -9 of A's tree kills it too (:class:`Adopted`). It resumes X from X's
+folder on the shared storage (``cluster.machines_root/X``, on one box X's ``--out``;
+``engine/adopted_process.py``) exactly as ``crawl run --resume`` of X would: X's configuration
+and seeds from X's manifest, its agents from their checkpoints and the replay of their archives
+since (``engine/resume.py``). So no host moves, nothing is re-derived, X's subjects and durable
+consumers still hold what was sent to X meanwhile, and the cost is that of one checkpoint
+interval of X's archive, whatever the crawl's length. X's supervisor finds the ring still naming
+X live, beats X's entry with ``adopted_by = A`` and crawls on.
 
 It stops as any machine does (the crawl done or stopped), or when X comes back: X's
-``crawl run --resume`` finds the folder locked (``engine/supervisor.py``: ``OUT/lock``) and the
+``crawl run --resume`` finds the folder locked (``OUT/lock``, ``engine/folder_lock.py``) and the
 adoption claimed, and puts ``back.X``; the adopted supervisor, seeing it, stops its agents (they
 checkpoint), says nothing in its entry (``handed back`` is no stop of the crawl), and exits; X
 takes the folder and beats the entry on before it expires (``engine/machines.py: Machines.connect``).
@@ -24,15 +22,9 @@ again. A adopts no one while adopted itself: the machine whose tree runs it does
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 from pathlib import Path
-
-import orjson
-
-from engine.config import Config, apply, validate
-from engine.supervisor import MANIFEST, CrawlFolderError, prepare_folder, supervise
 
 SETTLE = 60.0  # seconds an adopted supervisor has to stop after its adopter's crawl stopped, before a kill
 
@@ -47,7 +39,7 @@ class Adopted:
     @classmethod
     async def start(cls, folder: Path, adopter: str) -> Adopted:
         """``adopter`` runs the machine of ``folder`` (its node the folder's name)."""
-        return cls(await asyncio.create_subprocess_exec(sys.executable, "-m", "engine.adoption", str(folder), adopter))
+        return cls(await asyncio.create_subprocess_exec(sys.executable, "-m", "engine.adopted_process", str(folder), adopter))
 
     @property
     def exited(self) -> int | None:
@@ -61,38 +53,3 @@ class Adopted:
         except TimeoutError:
             self.process.kill()
             return await self.ended
-
-
-def adopted_config(folder: Path) -> tuple[Config, list[str]]:
-    """Machine ``folder.name``'s configuration and seeds, from its manifest, to run it from ``folder``."""
-    manifest = orjson.loads((folder / MANIFEST).read_bytes())
-    config = Config()
-    apply(config, manifest["config"], str(folder / MANIFEST))
-    config.store.dir = str(folder)
-    config.cluster.machines_root = str(folder.parent)
-    config.control.listen = ""
-    config.engine.progress = "off"
-    validate(config)
-    return config, list(manifest["seeds"])
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine.adoption", description="started by a survivor, never by hand")
-    parser.add_argument("folder", type=Path, help="the output folder of the machine adopted")
-    parser.add_argument("adopter", help="the node adopting it")
-    args = parser.parse_args(argv)
-    from engine.cluster import ClusterError
-
-    folder = args.folder.resolve()
-    try:
-        config, seeds = adopted_config(folder)
-        agents, _ = prepare_folder(folder, 0, resume=True)
-        _, status = supervise(config, seeds, agents, resuming=True, adopted_by=args.adopter)
-    except (ClusterError, CrawlFolderError) as e:
-        print(f"crawl: machine {args.adopter} cannot adopt {folder.name}: {e}", file=sys.stderr)
-        return 1
-    return status
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -17,14 +17,17 @@ hands its hosts over as to a machine rejoining (``engine/machines.py``).
 
 **A machine leaving** (issue 17, item 4): when a member's entry expires (no beat for
 ``cluster.ttl`` seconds: it died, or lost the server), every other machine sees its key gone
-from the same bucket, and so builds the same ring over the members still live (a key missing from a view is
-checked with a get: ``Cluster.gone``). The machine that left
-owns no host any more; its places in the ring, which name spools and subjects, stay. The
-survivors' agents take its hosts over (``engine/takeover.py``); each entry says the live set its
-machine crawls by (``live``). A machine that finds itself left out of another's ``live`` rejoins
-(``joining``, ``engine/machines.py``: the others hand its hosts back before it crawls them); one
-that was not coming back stops. A machine that cannot put its entry for half the TTL stops too,
-so that by the time the others take its hosts it fetches nothing.
+from the same bucket (a key missing from a view is checked with a get: ``Cluster.gone``). By default
+one survivor adopts it: the first to create the key :func:`adopt_key` (as the join turn) runs its
+supervisor (``engine/adoption.py``), which beats its entry again with ``adopted_by``; the ring does
+not change; the machine, come back, asks for its agents with :func:`back_key`. With
+``cluster.departure = "take_over"`` every survivor builds the same ring over the members still live:
+the machine that left owns no host any more; its places in the ring, which name spools and
+subjects, stay; the survivors' agents take its hosts over (``engine/takeover.py``); each entry says
+the live set its machine crawls by (``live``). A machine that finds itself left out of another's
+``live`` rejoins (``joining``, ``engine/machines.py``: the others hand its hosts back before it
+crawls them); one that was not coming back stops. A machine that cannot put its entry for half the
+TTL stops too, so that by the time another adopts it or takes its hosts it fetches nothing.
 
 Links between machines travel in the stream ``crawl-ID-links`` (``engine/bridge.py``), subject
 ``crawl.ID.links.NODE.I`` per receiving agent, work-queue retention: a message is gone once its
@@ -45,7 +48,8 @@ stop on seeing that.
 **A stop** of one machine for any other reason (``max_pages`` or ``max_seconds`` on its own
 count and clock, a signal, the control API) is put in its entry too, and stops the others: the
 crawl stops as one and resumes as one (``--resume`` on every machine). Only a machine that dies
-says nothing; the others take over its hosts once its entry expires.
+says nothing; a survivor adopts it (or the others take over its hosts) once its entry expires; one
+handing its agents back to the machine it ran, adopted, says nothing either: the crawl goes on.
 """
 
 from __future__ import annotations

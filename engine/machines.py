@@ -2,16 +2,23 @@
 
 The supervisor (``engine/supervisor.py``) makes one :class:`Machines` when ``cluster.url`` is set. It
 
-* **joins** the crawl: waits for ``cluster.size`` machines (a resumed machine keeps the members and
-  the live machines of its manifest) and makes the bridge (``engine/bridge.py``);
+* **joins** the crawl: takes its folder (``OUT/lock``; from the survivor that adopted it, below) and
+  waits for ``cluster.size`` machines (a resumed machine keeps the members and the live machines of
+  its manifest) and makes the bridge (``engine/bridge.py``);
 * **beats** its entry every heartbeat (quiet, spool positions, pages, the live machines it crawls
   by) and reads everyone's: it stops the crawl when the view shows it over or another live
   machine stopped; and it **fences** itself: unable to put its entry for half the TTL, it stops
   (``cut off``), before the others could take its hosts;
-* **follows the machines that leave**: a machine whose entry expired has left; the ring over the
-  others goes into the manifest and to every agent (``ring``), which takes its share of the hosts
-  over (``engine/takeover.py``);
-* **rejoins**, or lets a machine rejoin. A machine that left and comes back with ``--resume``
+* **follows the machines that leave**: a machine whose entry expired has left. By default
+  (``cluster.departure = "adopt"``) one survivor adopts it (the first to claim ``adopt.NODE``): it runs
+  that machine's supervisor, resumed from its folder, in its own process tree (``engine/adoption.py``),
+  and the ring does not change. The machine, come back with ``--resume``, finds its folder held and
+  asks for its agents back (``back.NODE``); the adopted supervisor stops (its agents checkpoint) and
+  the machine goes on beating the same entry, which never expired: nobody else reacts. With
+  ``take_over``, the ring over the others goes into the manifest and to every agent (``ring``),
+  which takes its share of the hosts over (``engine/takeover.py``): a survivor then runs no second
+  machine's agents, at the price of reading archives;
+* **rejoins**, or lets a machine rejoin (after a takeover). A machine that left and comes back with ``--resume``
   finds itself left out of the others' ``live``; it puts its entry with ``joining`` and the ring
   of the others plus itself, and keeps its agents paused. Each other machine, seeing it, pauses
   its agents until their fetches in flight are over, gives them the larger ring (they purge the
@@ -46,9 +53,9 @@ from engine.bridge import Bridge
 from engine.cluster import (HEARTBEAT, TURN, Beats, Cluster, ClusterError, Entry, adopt_key, back_key, crawl_over,
                             left_out, newcomer, note_beats, rejoining)
 from engine.config import Config
+from engine.folder_lock import lock_folder
 from engine.ownership import GlobalRing, Member
 from engine.status import AgentStatus
-from engine.supervisor import lock_folder
 
 ADOPTION_TRIES = 3  # adoptions of one machine that fail (its supervisor exits with an error) before the crawl stops
 
@@ -114,9 +121,10 @@ class Machines:
     async def connect(self) -> None:
         """Connect to the crawl and take this machine's folder (``OUT/lock``). Held by the supervisor of a
         survivor that adopted this machine (it holds the key ``adopt.NODE``), ask for it back (``back.NODE``);
-        once that one stopped, put the entry on before it could expire (so no machine reacts), and wait the
-        larger of the host and IP delays: its fetches ended before it let the folder go. An adopted supervisor
-        that finds the folder held (the machine came back meanwhile) gives up within the TTL."""
+        once that one stopped, put the entry on before it could expire (so no machine reacts). Its fetches
+        ended before it let the folder go, so the agents' resume keeps them polite: a resumed agent fetches
+        no host before its delay (a Crawl-delay included) and no IP before the IP delay. An adopted
+        supervisor that finds the folder held (the machine came back meanwhile) gives up within the TTL."""
         cluster, node, out = self.cluster, self.config.node, self.supervisor.out
         await cluster.connect()
         deadline = time.monotonic() + (self.config.ttl if self.adopted_by else self.config.join_timeout)
@@ -136,8 +144,6 @@ class Machines:
             if entry is not None:
                 cluster.entry = dataclasses.replace(entry, adopted_by="")
                 await cluster.beat()
-            politeness = self.supervisor.config.politeness
-            await asyncio.sleep(max(politeness.host_delay, politeness.ip_delay))
 
     async def join(self) -> None:
         """Join the crawl (a resumed machine keeps its manifest's members; one left out rejoins),

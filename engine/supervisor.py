@@ -34,7 +34,7 @@ supervisor
   put its entry for half the TTL stops (``cut off``), before the others take its hosts; one that
   left and comes back rejoins, after the others handed its hosts back; one that was never a member
   joins the crawl under way the same way, appended to the members. Each supervisor holds its
-  folder's ``OUT/lock`` (:func:`lock_folder`);
+  folder's ``OUT/lock`` (``engine/folder_lock.py``);
 * **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
   :class:`~engine.control.Controllable`, fanning each command out to the agents and answering
   once every agent has applied it. Paused state, added seeds and live settings are kept in
@@ -46,7 +46,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import fcntl
 import os
 import resource
 import signal
@@ -63,6 +62,7 @@ import orjson
 
 from engine.config import Config, describe
 from engine.control import ControlServer, token_for
+from engine.folder_lock import lock_folder
 from engine.ip_table import SharedIpTable
 from engine.metrics import Exporter
 
@@ -77,7 +77,6 @@ if TYPE_CHECKING:  # imported when a machine joins a crawl over several (they br
     from engine.machines import Machines
 
 MANIFEST = "crawl.json"
-LOCK = "lock"  # OUT/lock: flock-ed by the one supervisor running the crawl of the folder
 EXIT_STORE_FULL = 3  # exit status of an agent, and of ``crawl run``, stopped by a full disk (1: failed, 2: usage)
 RESERVE = "reserve"  # OUT/reserve: room set aside while the crawl runs, given back for stats.json on a full disk
 RESERVE_BYTES = 1 << 20
@@ -107,20 +106,6 @@ def prepare_folder(out: Path, processes: int, resume: bool) -> tuple[int, bool]:
     if processes and processes != agents:
         raise CrawlFolderError(f"the crawl in {out} runs {agents} agents; resume it with --processes {agents} (or none)")
     return agents, True
-
-
-def lock_folder(out: Path) -> int | None:
-    """Hold ``OUT/lock`` for this process's life (an ``flock``: gone with the process, however it ends);
-    its descriptor, or None if another process holds it. Two supervisors writing one folder would
-    break it: a machine resumed while the survivor that adopted it still runs it (``engine/adoption.py``),
-    or a second ``crawl run --resume`` by mistake."""
-    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
 
 
 @dataclass
