@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from pathlib import Path
+
+import orjson
 
 SETTLE = 60.0  # seconds an adopted supervisor has to stop after its adopter's crawl stopped, before a kill
 
@@ -32,14 +35,23 @@ SETTLE = 60.0  # seconds an adopted supervisor has to stop after its adopter's c
 class Adopted:
     """One machine this one adopted: its supervisor, a child process."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
+    def __init__(self, process: asyncio.subprocess.Process, folder: Path) -> None:
+        self.process, self.folder, self.started = process, folder, time.time()
         self.ended = asyncio.ensure_future(process.wait())
 
     @classmethod
     async def start(cls, folder: Path, adopter: str) -> Adopted:
         """``adopter`` runs the machine of ``folder`` (its node the folder's name)."""
-        return cls(await asyncio.create_subprocess_exec(sys.executable, "-m", "engine.adopted_process", str(folder), adopter))
+        return cls(await asyncio.create_subprocess_exec(sys.executable, "-m", "engine.adopted_process", str(folder),
+                                                        adopter), folder)
+
+    def cpu_seconds(self) -> float:
+        """The CPU its process tree spent, from the ``stats.json`` it wrote at its end (none if it died first):
+        the adopter's own count leaves it out, or ``crawl stats`` would add it twice."""
+        stats = self.folder / "stats.json"
+        if not stats.exists() or stats.stat().st_mtime < self.started:
+            return 0.0
+        return float(orjson.loads(stats.read_bytes()).get("cpu_seconds", 0.0))
 
     @property
     def exited(self) -> int | None:

@@ -183,7 +183,7 @@ class ClusterConfig:
     join_timeout: float = _doc(300.0, "seconds to wait for the other machines to join before giving up")
     ttl: float = _doc(10.0, "seconds a machine's entry lives without a beat (every 0.5 s): a machine silent that long has left, and a survivor adopts it or the others take its hosts (the same on every machine; above the host delay)")
     machines_root: str = _doc("", "the shared folder holding every machine's output folder, each named after its node, where a survivor resumes a machine that left (adopt) or the survivors read its WARC files (take_over); empty = the parent of this machine's --out")
-    departure: str = _doc("adopt", "what the survivors do when a machine leaves: adopt (one resumes its agents from its folder under machines_root, until it comes back: no host moves, a cost of one checkpoint interval) or take_over (each takes a share of its hosts, reading every machine's archive: no survivor runs two machines' agents)")
+    departure: str = _doc("adopt", "what the survivors do when a machine leaves: adopt (one resumes its agents from its folder under machines_root, until it comes back: no host moves, a cost of one checkpoint interval) or take_over (each takes a share of its hosts, reading every machine's archive: no survivor runs two machines' agents; the same on every machine)")
 
 
 @dataclass

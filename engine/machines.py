@@ -83,8 +83,9 @@ class Machine(Protocol):
 
 class Machines:
     """This machine in the crawl: its entry, the view of the others, the ring over the live machines.
-    The ring changes only here: at once when machines are gone (their entries expired), after a
-    handoff when one rejoins; the manifest and the agents follow it."""
+    The ring changes only here: at once when machines are gone (their entries expired) and the
+    departure is ``take_over`` (adopted, they keep their places), after a handoff when one rejoins or
+    joins; the manifest and the agents follow it."""
 
     def __init__(self, supervisor: Machine, agents: int, adopted_by: str = "") -> None:
         self.supervisor = supervisor
@@ -95,6 +96,7 @@ class Machines:
         self.adopted: dict[str, Adopted] = {}  # the machines gone that this one runs, adopted
         self.adoptions: list[dict[str, Any]] = []  # for stats.json
         self.failed_adoptions: dict[str, int] = {}
+        self.adopted_cpu = 0.0  # CPU-s of the adopted supervisors that exited, counted in their own stats.json
         self.handed_back = False  # adopted, it stops because its machine came back: not a stop of the crawl
         self.agents = agents
         self.members: list[Member] = []
@@ -237,6 +239,7 @@ class Machines:
                 await self.cluster.release(TURN)
         for node, adopted in self.adopted.items():  # they stop with the crawl, as this machine did
             await adopted.wait()
+            self.adopted_cpu += adopted.cpu_seconds()
             with contextlib.suppress(Exception):
                 await self.cluster.release(adopt_key(node))
         await self.cluster.close()
@@ -268,6 +271,7 @@ class Machines:
                 await self.cluster.keep(adopt_key(node))
                 continue
             del self.adopted[node]
+            self.adopted_cpu += adopted.cpu_seconds()
             await self.cluster.release(adopt_key(node))
             print(f"crawl: machine {node}, adopted by {self.config.node}, exited (status {adopted.exited})",
                   file=sys.stderr, flush=True)

@@ -526,6 +526,8 @@ class Supervisor:
         # The CPU a user pays for: every process of the crawl from its start to its exit (the supervisor's
         # imports, each agent's start-up and shutdown, restarted agents), not only the crawling time.
         cpu = cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN) - self._children_cpu_at_start
+        if self.machines is not None:  # the machines it ran, adopted, count theirs
+            cpu -= self.machines.adopted_cpu
         pages = total.get("pages", 0)
         reasons = sorted({p.get("stop_reason", "") for p in parts} - {""})
         return {
