@@ -74,8 +74,8 @@ def one_run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     takeovers = {node: [t for path in sorted((folder / node).glob("agent-*/stats.json"))
                         for t in orjson.loads(path.read_bytes()).get("takeovers", [])] for node in ("a", "c")}
     done = [t for node in takeovers.values() for t in node]
-    stats = {node: orjson.loads((folder / node / "stats.json").read_bytes()) for node in NODES}
-    adopted = stats["b"] if stats["b"]["cluster"]["adopted_by"] else None  # written by b's adopted supervisor
+    stats = {node: orjson.loads(path.read_bytes()) for node in NODES if (path := folder / node / "stats.json").exists()}
+    adopted = stats["b"] if "b" in stats else None  # written by b's adopted supervisor (taken over, b writes none)
     return {"departure": args.departure, "takeovers": takeovers,
             "adopted_by": adopted["cluster"]["adopted_by"] if adopted else None,
             "adoption": {"resumed": [agent["resumed"] for agent in adopted["agents"]],
