@@ -28,6 +28,7 @@ from engine.parse import LinkRules
 from engine.resume import replay, warc_sizes
 from engine.robots import RobotsRules
 from engine.routing import LinkRouter
+from engine.stats import cpu_seconds
 from frontier.page import LinkContext
 from frontier.urls import fingerprint
 from frontier.visit_state import VisitState
@@ -79,7 +80,7 @@ class Checkpointer:
                budget: PageBudget, table: SharedIpTable | None, *, count_restored_pages: bool) -> None:
         """Continue from the checkpoint in this agent's folder, if there is one."""
         crew, config = self.crew, self.crew.config
-        started = time.monotonic()
+        started, cpu = time.monotonic(), cpu_seconds()
         robots = functools.partial(  # rules kept in the checkpoint, until robots.expiry after their fetch
             RobotsRules.restore, now=time.time(), expiry=config.robots.expiry, user_agent=config.engine.user_agent
         )
@@ -117,6 +118,7 @@ class Checkpointer:
             "replayed_records": pages,
             "in_flight_at_crash": len(self.fetchers.slots.left_by_crash - skip),
             "seconds": time.monotonic() - started,
+            "cpu_seconds": cpu_seconds() - cpu,  # the cost of a resume (a machine adopted: engine/adoption.py)
         }
 
     def summary(self) -> dict[str, Any]:

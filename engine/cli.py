@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             summary, status = supervise(config, seeds, agents, resuming=resuming)
-        except ClusterError as e:
+        except (ClusterError, CrawlFolderError) as e:
             sys.stderr.write(f"crawl: error: {e}\n")
             return 1
         print(summary_text(summary), file=sys.stderr)

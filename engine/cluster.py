@@ -17,14 +17,17 @@ hands its hosts over as to a machine rejoining (``engine/machines.py``).
 
 **A machine leaving** (issue 17, item 4): when a member's entry expires (no beat for
 ``cluster.ttl`` seconds: it died, or lost the server), every other machine sees its key gone
-from the same bucket, and so builds the same ring over the members still live (a key missing from a view is
-checked with a get: ``Cluster.gone``). The machine that left
-owns no host any more; its places in the ring, which name spools and subjects, stay. The
-survivors' agents take its hosts over (``engine/takeover.py``); each entry says the live set its
-machine crawls by (``live``). A machine that finds itself left out of another's ``live`` rejoins
-(``joining``, ``engine/machines.py``: the others hand its hosts back before it crawls them); one
-that was not coming back stops. A machine that cannot put its entry for half the TTL stops too,
-so that by the time the others take its hosts it fetches nothing.
+from the same bucket (a key missing from a view is checked with a get: ``Cluster.gone``). By default
+one survivor adopts it: the first to create the key :func:`adopt_key` (as the join turn) runs its
+supervisor (``engine/adoption.py``), which beats its entry again with ``adopted_by``; the ring does
+not change; the machine, come back, asks for its agents with :func:`back_key`. With
+``cluster.departure = "take_over"`` every survivor builds the same ring over the members still live:
+the machine that left owns no host any more; its places in the ring, which name spools and
+subjects, stay; the survivors' agents take its hosts over (``engine/takeover.py``); each entry says
+the live set its machine crawls by (``live``). A machine that finds itself left out of another's
+``live`` rejoins (``joining``, ``engine/machines.py``: the others hand its hosts back before it
+crawls them); one that was not coming back stops. A machine that cannot put its entry for half the
+TTL stops too, so that by the time another adopts it or takes its hosts it fetches nothing.
 
 Links between machines travel in the stream ``crawl-ID-links`` (``engine/bridge.py``), subject
 ``crawl.ID.links.NODE.I`` per receiving agent, work-queue retention: a message is gone once its
@@ -45,7 +48,8 @@ stop on seeing that.
 **A stop** of one machine for any other reason (``max_pages`` or ``max_seconds`` on its own
 count and clock, a signal, the control API) is put in its entry too, and stops the others: the
 crawl stops as one and resumes as one (``--resume`` on every machine). Only a machine that dies
-says nothing; the others take over its hosts once its entry expires.
+says nothing; a survivor adopts it (or the others take over its hosts) once its entry expires; one
+handing its agents back to the machine it ran, adopted, says nothing either: the crawl goes on.
 """
 
 from __future__ import annotations
@@ -69,6 +73,16 @@ if TYPE_CHECKING:  # nats is imported when a machine joins: a crawl on one machi
 
 HEARTBEAT = 0.5  # seconds between two puts of a machine's entry
 TURN = "join.turn"  # the key of the bucket held by the one machine joining a running crawl, its name the value
+
+
+def adopt_key(node: str) -> str:
+    """The key held by the machine adopting ``node`` (its name the value): one adopter per machine gone."""
+    return f"adopt.{node}"
+
+
+def back_key(node: str) -> str:
+    """The key ``node``, come back, puts while another machine runs its agents: it asks for them back."""
+    return f"back.{node}"
 
 
 RECONNECTS = 10  # attempts a second apart, at the first connect and after losing the server
@@ -106,13 +120,15 @@ class Entry:
     live: list[str] = field(default_factory=list)  # the machines whose agents its ring is made of
     joining: bool = False  # it left and came back, or joins anew: it waits for the others to hand its hosts over
     members: list[Member] = field(default_factory=list)  # its ring's places, in join order (a newcomer learns them here)
+    adopted_by: str = ""  # the machine whose process tree runs this one's agents since it left (engine/adoption.py)
 
     @property
     def state(self) -> str:
         """``crawling``; ``quiet``: idle, nothing unsent or unread; ``rejoining``: waiting for its hosts
-        to be handed back; ``stopped: REASON``."""
-        return (f"stopped: {self.stop}" if self.stop else "rejoining" if self.joining
-                else "quiet" if self.quiet else "crawling")
+        to be handed back; ``stopped: REASON``; any of the first three ``, adopted by NODE``."""
+        state = (f"stopped: {self.stop}" if self.stop else "rejoining" if self.joining
+                 else "quiet" if self.quiet else "crawling")
+        return f"{state}, adopted by {self.adopted_by}" if self.adopted_by and not self.stop else state
 
     def encode(self) -> bytes:
         return orjson.dumps(asdict(self))
@@ -204,7 +220,7 @@ async def read_entries(js: JetStreamContext, kv: KeyValue, crawl_id: str) -> dic
     entries = {}
     for subject in info.state.subjects or {}:
         key = subject[len(prefix):]
-        if "." in key:  # not a node (a node's name has no dot): the join turn
+        if "." in key:  # not a node (a node's name has no dot): the join turn, an adoption
             continue
         try:
             item = await kv.get(key)
@@ -318,31 +334,47 @@ class Cluster:
                                    f"within {self.config.join_timeout:.0f} s: {', '.join(sorted(view))}")
             await asyncio.sleep(HEARTBEAT)  # a heartbeat period: the others put their entries at this pace
 
-    async def take_turn(self, give_up: Callable[[dict[str, Entry]], bool]) -> None:
-        """Wait for this machine's turn to join the running crawl: the key :data:`TURN` is created only
-        if no other machine holds it. The holder puts it again with each beat while it joins
-        (:meth:`keep_turn`) and deletes it once joined; a holder that dies loses it with the TTL.
-        A :class:`ClusterError` if ``give_up`` says so of a view meanwhile (the crawl stopped)."""
+    async def claim(self, key: str) -> bool:
+        """Create ``key`` (this machine's name its value) if no machine holds it; whether it did. The holder
+        puts it again with each beat (:meth:`keep`) and deletes it when done (:meth:`release`); a holder
+        that dies loses it with the TTL."""
         from nats.js.errors import KeyWrongLastSequenceError
 
         assert self._kv is not None
-        while True:
-            try:
-                await self._kv.create(TURN, self.config.node.encode())
-                return
-            except KeyWrongLastSequenceError:  # another machine is joining
-                if give_up(await self.view()):
-                    raise ClusterError(f"crawl {self.config.crawl_id!r} stopped before machine "
-                                       f"{self.config.node} could join it") from None
+        try:
+            await self._kv.create(key, self.config.node.encode())
+        except KeyWrongLastSequenceError:
+            return False
+        return True
+
+    async def holder(self, key: str) -> str | None:
+        """The machine holding ``key``, if any."""
+        from nats.js.errors import KeyNotFoundError
+
+        assert self._kv is not None
+        try:
+            item = await self._kv.get(key)
+        except KeyNotFoundError:
+            return None
+        return item.value.decode() if item.value else None
+
+    async def keep(self, key: str) -> None:
+        assert self._kv is not None
+        await self._kv.put(key, self.config.node.encode())
+
+    async def release(self, key: str) -> None:
+        assert self._kv is not None
+        await self._kv.delete(key)
+
+    async def take_turn(self, give_up: Callable[[dict[str, Entry]], bool]) -> None:
+        """Wait for this machine's turn to join the running crawl: the key :data:`TURN`, claimed, kept with
+        each beat while it joins and released once joined.
+        A :class:`ClusterError` if ``give_up`` says so of a view meanwhile (the crawl stopped)."""
+        while not await self.claim(TURN):  # another machine is joining
+            if give_up(await self.view()):
+                raise ClusterError(f"crawl {self.config.crawl_id!r} stopped before machine "
+                                   f"{self.config.node} could join it")
             await asyncio.sleep(HEARTBEAT)  # the holder joins within a few beats
-
-    async def keep_turn(self) -> None:
-        assert self._kv is not None
-        await self._kv.put(TURN, self.config.node.encode())
-
-    async def end_turn(self) -> None:
-        assert self._kv is not None
-        await self._kv.delete(TURN)
 
     async def close(self) -> None:
         if self.nc is not None:

@@ -2,7 +2,8 @@
 entry in the crawl's bucket (``engine/cluster.py``), read without joining the crawl.
 
 One line per machine: its node, agents, pages stored, state (``crawling``; ``quiet``: idle, with
-nothing unsent or unread; ``stopped: REASON``) and heartbeat count; then the totals. ``--json``
+nothing unsent or unread; ``stopped: REASON``; ``, adopted by NODE`` while a survivor runs a machine
+that left, ``engine/adoption.py``) and heartbeat count; then the totals. ``--json``
 prints the entries as they are. A machine whose heartbeat stopped for the bucket's TTL is gone.
 """
 

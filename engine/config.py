@@ -32,6 +32,7 @@ from frontier.quality import ACTIONS as QUALITY_ACTIONS, MODEL_FILE as QUALITY_M
 from frontier.shapes import MAX_LIMIT as MAX_SHAPE_LIMIT
 
 
+DEPARTURES = ("adopt", "take_over")  # cluster.departure (engine/machines.py)
 MAX_FETCHERS = 65536  # per process; each fetcher has an 8-byte slot in a file of this many
 
 
@@ -180,8 +181,9 @@ class ClusterConfig:
     size: int = _doc(0, "how many machines the crawl has: each waits for them all before it crawls (the same on every machine)")
     crawl_id: str = _doc("crawl", "the crawl's name on the server (letters, digits, - and _): the same on every machine of one crawl")
     join_timeout: float = _doc(300.0, "seconds to wait for the other machines to join before giving up")
-    ttl: float = _doc(10.0, "seconds a machine's entry lives without a beat (every 0.5 s): a machine silent that long has left, and the others take its hosts (the same on every machine; above the host delay)")
-    machines_root: str = _doc("", "the shared folder holding every machine's output folder, each named after its node, where the survivors read a machine that left (its WARC files); empty = the parent of this machine's --out")
+    ttl: float = _doc(10.0, "seconds a machine's entry lives without a beat (every 0.5 s): a machine silent that long has left, and a survivor adopts it or the others take its hosts (the same on every machine; above the host delay)")
+    machines_root: str = _doc("", "the shared folder holding every machine's output folder, each named after its node, where a survivor resumes a machine that left (adopt) or the survivors read its WARC files (take_over); empty = the parent of this machine's --out")
+    departure: str = _doc("adopt", "what the survivors do when a machine leaves: adopt (one resumes its agents from its folder under machines_root, until it comes back: no host moves, a cost of one checkpoint interval) or take_over (each takes a share of its hosts, reading every machine's archive: no survivor runs two machines' agents; the same on every machine)")
 
 
 @dataclass
@@ -248,6 +250,11 @@ class Config:
     @property
     def out_dir(self) -> Path:
         return Path(self.store.dir)
+
+    @property
+    def machines_root(self) -> Path:
+        """The folder holding every machine's output folder, each named after its node (``cluster.machines_root``)."""
+        return Path(self.cluster.machines_root) if self.cluster.machines_root else self.out_dir.parent
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
@@ -436,6 +443,8 @@ def _validate_cluster(cluster: ClusterConfig) -> None:
         raise ConfigError("cluster.crawl_id", f"letters, digits, - and _ only, got {cluster.crawl_id!r}")
     if cluster.join_timeout <= 0:
         raise ConfigError("cluster.join_timeout", f"must be positive, got {cluster.join_timeout}")
+    if cluster.departure not in DEPARTURES:
+        raise ConfigError("cluster.departure", f"must be {' or '.join(DEPARTURES)}, got {cluster.departure!r}")
     if cluster.ttl < 1.0:  # a few heartbeats at least, or a busy machine would be taken for gone
         raise ConfigError("cluster.ttl", f"must be at least 1 second (a beat every 0.5 s), got {cluster.ttl}")
 

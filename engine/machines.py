@@ -2,16 +2,23 @@
 
 The supervisor (``engine/supervisor.py``) makes one :class:`Machines` when ``cluster.url`` is set. It
 
-* **joins** the crawl: waits for ``cluster.size`` machines (a resumed machine keeps the members and
-  the live machines of its manifest) and makes the bridge (``engine/bridge.py``);
+* **joins** the crawl: takes its folder (``OUT/lock``; from the survivor that adopted it, below) and
+  waits for ``cluster.size`` machines (a resumed machine keeps the members and the live machines of
+  its manifest) and makes the bridge (``engine/bridge.py``);
 * **beats** its entry every heartbeat (quiet, spool positions, pages, the live machines it crawls
   by) and reads everyone's: it stops the crawl when the view shows it over or another live
   machine stopped; and it **fences** itself: unable to put its entry for half the TTL, it stops
   (``cut off``), before the others could take its hosts;
-* **follows the machines that leave**: a machine whose entry expired has left; the ring over the
-  others goes into the manifest and to every agent (``ring``), which takes its share of the hosts
-  over (``engine/takeover.py``);
-* **rejoins**, or lets a machine rejoin. A machine that left and comes back with ``--resume``
+* **follows the machines that leave**: a machine whose entry expired has left. By default
+  (``cluster.departure = "adopt"``) one survivor adopts it (the first to claim ``adopt.NODE``): it runs
+  that machine's supervisor, resumed from its folder, in its own process tree (``engine/adoption.py``),
+  and the ring does not change. The machine, come back with ``--resume``, finds its folder held and
+  asks for its agents back (``back.NODE``); the adopted supervisor stops (its agents checkpoint) and
+  the machine goes on beating the same entry, which never expired: nobody else reacts. With
+  ``take_over``, the ring over the others goes into the manifest and to every agent (``ring``),
+  which takes its share of the hosts over (``engine/takeover.py``): a survivor then runs no second
+  machine's agents, at the price of reading archives;
+* **rejoins**, or lets a machine rejoin (after a takeover). A machine that left and comes back with ``--resume``
   finds itself left out of the others' ``live``; it puts its entry with ``joining`` and the ring
   of the others plus itself, and keeps its agents paused. Each other machine, seeing it, pauses
   its agents until their fetches in flight are over, gives them the larger ring (they purge the
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import sys
 import time
 import traceback
@@ -40,12 +48,16 @@ from typing import Any, Protocol
 
 import orjson
 
+from engine.adoption import Adopted
 from engine.bridge import Bridge
-from engine.cluster import (HEARTBEAT, Beats, Cluster, ClusterError, Entry, crawl_over, left_out, newcomer,
-                            note_beats, rejoining)
+from engine.cluster import (HEARTBEAT, TURN, Beats, Cluster, ClusterError, Entry, adopt_key, back_key, crawl_over,
+                            left_out, newcomer, note_beats, rejoining)
 from engine.config import Config
+from engine.folder_lock import lock_folder
 from engine.ownership import GlobalRing, Member
 from engine.status import AgentStatus
+
+ADOPTION_TRIES = 3  # adoptions of one machine that fail (its supervisor exits with an error) before the crawl stops
 
 
 class Machine(Protocol):
@@ -71,13 +83,21 @@ class Machine(Protocol):
 
 class Machines:
     """This machine in the crawl: its entry, the view of the others, the ring over the live machines.
-    The ring changes only here: at once when machines are gone (their entries expired), after a
-    handoff when one rejoins; the manifest and the agents follow it."""
+    The ring changes only here: at once when machines are gone (their entries expired) and the
+    departure is ``take_over`` (adopted, they keep their places), after a handoff when one rejoins or
+    joins; the manifest and the agents follow it."""
 
-    def __init__(self, supervisor: Machine, agents: int) -> None:
+    def __init__(self, supervisor: Machine, agents: int, adopted_by: str = "") -> None:
         self.supervisor = supervisor
         self.config = supervisor.config.cluster
         self.cluster = Cluster(self.config, agents)
+        self.adopted_by = adopted_by  # this machine left, and runs in that machine's process tree (engine/adoption.py)
+        self.cluster.entry = Entry(self.config.node, agents, adopted_by=adopted_by)
+        self.adopted: dict[str, Adopted] = {}  # the machines gone that this one runs, adopted
+        self.adoptions: list[dict[str, Any]] = []  # for stats.json
+        self.failed_adoptions: dict[str, int] = {}
+        self.adopted_cpu = 0.0  # CPU-s of the adopted supervisors that exited, counted in their own stats.json
+        self.handed_back = False  # adopted, it stops because its machine came back: not a stop of the crawl
         self.agents = agents
         self.members: list[Member] = []
         self.ring: GlobalRing | None = None  # over the live machines
@@ -100,11 +120,37 @@ class Machines:
     def manifest(self) -> dict[str, Any]:
         return {"members": self.members, "live": self.live} if self.ring is not None else {}
 
+    async def connect(self) -> None:
+        """Connect to the crawl and take this machine's folder (``OUT/lock``). Held by the supervisor of a
+        survivor that adopted this machine (it holds the key ``adopt.NODE``), ask for it back (``back.NODE``);
+        once that one stopped, put the entry on before it could expire (so no machine reacts). Its fetches
+        ended before it let the folder go, so the agents' resume keeps them polite: a resumed agent fetches
+        no host before its delay (a Crawl-delay included) and no IP before the IP delay. An adopted
+        supervisor that finds the folder held (the machine came back meanwhile) gives up within the TTL."""
+        cluster, node, out = self.cluster, self.config.node, self.supervisor.out
+        await cluster.connect()
+        deadline = time.monotonic() + (self.config.ttl if self.adopted_by else self.config.join_timeout)
+        asked = False
+        while lock_folder(out) is None:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"another process runs the crawl in {out}")
+            if not self.adopted_by and await cluster.holder(adopt_key(node)) is not None:
+                if not asked:
+                    print(f"crawl: machine {node} was adopted; asking for its agents back", file=sys.stderr, flush=True)
+                await cluster.keep(back_key(node))
+                asked = True
+            await asyncio.sleep(HEARTBEAT)
+        if asked:
+            await cluster.release(back_key(node))
+            entry = (await cluster.view()).get(node)
+            if entry is not None:
+                cluster.entry = dataclasses.replace(entry, adopted_by="")
+                await cluster.beat()
+
     async def join(self) -> None:
         """Join the crawl (a resumed machine keeps its manifest's members; one left out rejoins),
         and make the bridge over the ring."""
         cluster, node, out = self.cluster, self.config.node, self.supervisor.out
-        await cluster.connect()
         manifest = out / "crawl.json"
         saved = orjson.loads(manifest.read_bytes()) if self.supervisor.resuming and manifest.exists() else {}
         if "members" in saved and node not in (saved.get("live") or [node]):
@@ -188,19 +234,52 @@ class Machines:
 
     async def close(self, reason: str) -> None:
         with contextlib.suppress(Exception):  # the last word, in case no beat carried it (the server may be gone)
-            await self.cluster.beat(stop=reason)
+            await self.cluster.beat(stop=self.said(reason))
             if self.newcomer and self.joining:  # stopped before it joined: the next newcomer's turn
-                await self.cluster.end_turn()
+                await self.cluster.release(TURN)
+        for node, adopted in self.adopted.items():  # they stop with the crawl, as this machine did
+            await adopted.wait()
+            self.adopted_cpu += adopted.cpu_seconds()
+            with contextlib.suppress(Exception):
+                await self.cluster.release(adopt_key(node))
         await self.cluster.close()
+
+    def said(self, reason: str) -> str:
+        """What this machine's entry says of its stop: nothing when it hands its agents back (the crawl goes on)."""
+        return "" if self.handed_back else reason
 
     async def beat(self) -> None:
         assert self.bridge is not None
         s = self.supervisor
         await self.cluster.beat(quiet=self.quiet, published=dict(self.bridge.published), received=dict(self.bridge.received),
-                                stop=s.stop_reason, pages=s.total().pages, live=self.live, joining=self.joining,
-                                members=self.members)
+                                stop=self.said(s.stop_reason), pages=s.total().pages, live=self.live,
+                                joining=self.joining, members=self.members)
         if self.newcomer and self.joining:
-            await self.cluster.keep_turn()
+            await self.cluster.keep(TURN)
+        await self.keep_adopted()
+        if self.adopted_by and not s.stopping and await self.cluster.holder(back_key(self.config.node)) is not None:
+            self.handed_back = True
+            print(f"crawl: machine {self.config.node} came back; {self.adopted_by} hands its agents back",
+                  file=sys.stderr, flush=True)
+            s.stop_crawl("handed back")
+
+    async def keep_adopted(self) -> None:
+        """Hold the adoption of each machine this one runs; let it go once its supervisor exited (handed back,
+        or the crawl stopped). A machine whose adoption keeps failing stops the crawl: it would never end."""
+        for node, adopted in list(self.adopted.items()):
+            if adopted.exited is None:
+                await self.cluster.keep(adopt_key(node))
+                continue
+            del self.adopted[node]
+            self.adopted_cpu += adopted.cpu_seconds()
+            await self.cluster.release(adopt_key(node))
+            print(f"crawl: machine {node}, adopted by {self.config.node}, exited (status {adopted.exited})",
+                  file=sys.stderr, flush=True)
+            if adopted.exited != 0:
+                self.failed_adoptions[node] = self.failed_adoptions.get(node, 0) + 1
+                if self.failed_adoptions[node] >= ADOPTION_TRIES and not self.supervisor.stopping:
+                    self.supervisor.failed = True
+                    self.supervisor.stop_crawl(f"cannot adopt machine {node}")
 
     async def beat_loop(self) -> None:
         """Put this machine's entry every heartbeat; follow the machines that leave and rejoin; stop the crawl
@@ -231,7 +310,7 @@ class Machines:
                 elif other is not None:
                     s.stop_crawl(f"machine {other.node}: {other.stop}")
                 if s.stopping:
-                    await self.cluster.beat(stop=s.stop_reason)
+                    await self.cluster.beat(stop=self.said(s.stop_reason))
             before = view
             await asyncio.sleep(HEARTBEAT)
 
@@ -248,12 +327,30 @@ class Machines:
         gone = await self.cluster.gone([n for n in self.ring.live if n not in view])
         back = rejoining(self.ring, view)
         new = newcomer(self.members, view)
-        if gone:
+        if gone and self.config.departure == "adopt":
+            await self.adopt(gone)
+        elif gone:
             self.leave(tuple(n for n in self.ring.live if n not in gone))
         elif back:
             self.switching = asyncio.create_task(self.hand_over(tuple(sorted({*self.ring.live, *back}))))
         elif new is not None:
             self.switching = asyncio.create_task(self.hand_over(tuple(sorted({*self.ring.live, new[0]})), new))
+
+    async def adopt(self, gone: list[str]) -> None:
+        """Machines left (entries expired): adopt each one no other survivor adopts (the first to claim
+        ``adopt.NODE``): run its supervisor, resumed from its folder on the shared storage, in this
+        machine's process tree (``engine/adoption.py``). The ring does not change. An adopted machine
+        adopts none: the machine whose tree runs it does."""
+        if self.adopted_by:
+            return
+        for node in gone:
+            if node in self.adopted or not await self.cluster.claim(adopt_key(node)):
+                continue
+            self.adopted[node] = await Adopted.start(self.supervisor.config.machines_root / node, self.config.node)
+            seen = round(time.monotonic() - self.beats[node][1], 3) if node in self.beats else None
+            self.adoptions.append({"node": node, "seconds_since_last_beat": seen})
+            print(f"crawl: machine {node} left (no beat for {self.config.ttl:g} s); {self.config.node} adopts it",
+                  file=sys.stderr, flush=True)
 
     def leave(self, live: tuple[str, ...]) -> None:
         """Machines left (entries expired): the ring over ``live``, in the manifest, then to every agent."""
@@ -310,15 +407,15 @@ class Machines:
         (self.joins if self.newcomer else self.rejoins).append(self.config.node)
         await self.supervisor.resume()
         if self.newcomer:
-            await self.cluster.end_turn()
+            await self.cluster.release(TURN)
 
     def report(self) -> dict[str, Any]:
         """``stats.json``'s ``cluster``: this machine, the members, the live ones, who left and who came back,
         the messages of links it exchanged."""
         assert self.bridge is not None
         return {"node": self.config.node, "members": self.members, "live": self.live, "departures": self.departures,
-                "rejoins": self.rejoins, "joins": self.joins, "messages_sent": self.bridge.messages_sent,
-                "messages_received": self.bridge.messages_received}
+                "adoptions": self.adoptions, "adopted_by": self.adopted_by, "rejoins": self.rejoins, "joins": self.joins,
+                "messages_sent": self.bridge.messages_sent, "messages_received": self.bridge.messages_received}
 
     def commands(self) -> list[dict[str, Any]]:
         """What an agent (re)started is told: the live machines (its checkpoint has the ring it routed by;

@@ -28,10 +28,13 @@ supervisor
   other machines (``engine/bridge.py``), beats its entry with its quiet state and the positions of
   its spools to and from them, and ends the crawl when every machine is quiet and every spool
   taken in, not when its own agents are; a stop of one machine stops them all. A machine whose
-  entry expired has left: its agents take its hosts over (``engine/takeover.py``); one that cannot
+  entry expired has left: a survivor adopts it, running its supervisor in its own tree until it
+  comes back (``engine/adoption.py``), or, with ``cluster.departure = "take_over"``, the agents
+  take its hosts over (``engine/takeover.py``); one that cannot
   put its entry for half the TTL stops (``cut off``), before the others take its hosts; one that
   left and comes back rejoins, after the others handed its hosts back; one that was never a member
-  joins the crawl under way the same way, appended to the members;
+  joins the crawl under way the same way, appended to the members. Each supervisor holds its
+  folder's ``OUT/lock`` (``engine/folder_lock.py``);
 * **serves the control API** (``engine/control.py``) when ``control.listen`` is set: it is the
   :class:`~engine.control.Controllable`, fanning each command out to the agents and answering
   once every agent has applied it. Paused state, added seeds and live settings are kept in
@@ -59,6 +62,7 @@ import orjson
 
 from engine.config import Config, describe
 from engine.control import ControlServer, token_for
+from engine.folder_lock import lock_folder
 from engine.ip_table import SharedIpTable
 from engine.metrics import Exporter
 
@@ -119,7 +123,7 @@ class AgentProcess:
 
 class Supervisor:
     def __init__(self, config: Config, seeds: list[str], agents: int, *, resuming: bool,
-                 notifier: Notifier | None = None) -> None:
+                 notifier: Notifier | None = None, adopted_by: str = "") -> None:
         self.config = config
         self.seeds = seeds
         self.out = config.out_dir
@@ -145,7 +149,7 @@ class Supervisor:
         if config.cluster.url:
             from engine.machines import Machines
 
-            self.machines = Machines(self, agents)
+            self.machines = Machines(self, agents, adopted_by)
         self._watch_renew = 0.0  # monotonic: when GET /hosts next tells the agents to go on listing their hosts
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -154,7 +158,10 @@ class Supervisor:
         """Run the crawl to its end; returns the summary written to ``OUT/stats.json``."""
         self.out.mkdir(parents=True, exist_ok=True)
         if self.machines is not None:
+            await self.machines.connect()  # takes the folder once the machine that adopted this one let it go
             await self.machines.join()
+        elif lock_folder(self.out) is None:
+            raise CrawlFolderError(f"another process runs the crawl in {self.out}")
         try:
             self.keep_room()
             self.write_manifest()
@@ -519,6 +526,8 @@ class Supervisor:
         # The CPU a user pays for: every process of the crawl from its start to its exit (the supervisor's
         # imports, each agent's start-up and shutdown, restarted agents), not only the crawling time.
         cpu = cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN) - self._children_cpu_at_start
+        if self.machines is not None:  # the machines it ran, adopted, count theirs
+            cpu -= self.machines.adopted_cpu
         pages = total.get("pages", 0)
         reasons = sorted({p.get("stop_reason", "") for p in parts} - {""})
         return {
@@ -553,12 +562,14 @@ class Supervisor:
         return SharedIpTable.count_ips(table) if len(self.agents) > 1 and table.exists() else agents_ips
 
 
-def supervise(config: Config, seeds: list[str], agents: int, *, resuming: bool) -> tuple[dict[str, Any], int]:
-    """Run a whole crawl from this process; returns (summary, exit status: :attr:`Supervisor.exit_status`)."""
+def supervise(config: Config, seeds: list[str], agents: int, *, resuming: bool,
+              adopted_by: str = "") -> tuple[dict[str, Any], int]:
+    """Run a whole crawl from this process; returns (summary, exit status: :attr:`Supervisor.exit_status`).
+    ``adopted_by``: the machine that runs this one, gone, in its process tree (``engine/adoption.py``)."""
     import uvloop
 
     async def main() -> tuple[dict[str, Any], int]:
-        supervisor = Supervisor(config, seeds, agents, resuming=resuming)
+        supervisor = Supervisor(config, seeds, agents, resuming=resuming, adopted_by=adopted_by)
         summary = await supervisor.run()
         return summary, supervisor.exit_status
 

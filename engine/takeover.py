@@ -1,4 +1,11 @@
-"""A machine leaving a crawl over several (issue 17, item 4): how one surviving agent takes its hosts.
+"""A machine leaving a crawl over several (issue 17, item 4), with ``cluster.departure = "take_over"``:
+how one surviving agent takes its hosts. (By default a survivor adopts the machine instead,
+``engine/adoption.py``: it resumes its agents from their own checkpoints, nothing is re-derived and
+no host moves, at a cost bounded by one checkpoint interval of the machine's archive; but that
+survivor then runs two machines' agents until the crawl's end or the machine's return. A takeover
+spreads them over every survivor's agents, at the cost of reading archives: O(the pages of the
+whole crawl) per surviving agent, ``bench/RESULTS.md``. The rejoin below serves a machine that left
+this way; the hand-over and the IP follow-up also serve a machine joining.)
 
 When a machine's entry expires (``engine/cluster.py``), every survivor's supervisor tells its
 agents which machines are still live; each agent then routes by the ring over those
@@ -243,7 +250,7 @@ class Takeovers:
                 self.done.append(Takeover([], handed_over=handed, handed_on=moved))
             return
         c = config.cluster
-        root = Path(c.machines_root) if c.machines_root else config.out_dir.parent
+        root = config.machines_root
         rejoined = bool(sources)
         if not rejoined and router.handed_away(live):  # links to the hosts it takes back are in every machine's archive
             sources = [n for n in live if n != c.node]

@@ -199,9 +199,18 @@ def test_cluster_scaling_benchmark_crawls_with_one_machine_and_with_three(tmp_pa
 
 
 def test_cluster_takeover_benchmark_times_the_survivors_reading_the_archives(tmp_path: Path) -> None:
-    run_benchmark("bench.cluster_takeover", "--smoke", "--out", str(tmp_path))
+    run_benchmark("bench.cluster_takeover", "--smoke", "--departure", "take_over", "--out", str(tmp_path))
     result = orjson.loads((tmp_path / "cluster_takeover.json").read_bytes())
     done = [t for node in ("a", "c") for t in result["takeovers"][node]]
     assert done and all(t["read"] > 0 and t["seconds"] > 0 and t["cpu_seconds"] > 0 for t in done)  # both took over
     assert sum(t["skipped"] for t in done) > 0  # b had stored pages, which they will not fetch again
+    assert result["seconds_to_first_fetch_of_b_hosts"] >= 10  # not before the TTL as shipped
+
+
+def test_cluster_takeover_benchmark_times_the_adoption_of_the_machine_gone(tmp_path: Path) -> None:
+    run_benchmark("bench.cluster_takeover", "--smoke", "--out", str(tmp_path))
+    result = orjson.loads((tmp_path / "cluster_takeover.json").read_bytes())
+    assert result["takeovers"] == {"a": [], "c": []} and result["adopted_by"] in ("a", "c")
+    assert [r["replayed_records"] > 0 and r["cpu_seconds"] > 0 for r in result["adoption"]["resumed"]] == [True]
+    assert set(result["rss_bytes"]) == {"a", "b", "c"}
     assert result["seconds_to_first_fetch_of_b_hosts"] >= 10  # not before the TTL as shipped

@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from engine.bridge import Bridge
-from engine.cluster import (Cluster, ClusterError, Entry, crawl_over, left_out, machines, newcomer, note_beats,
-                            rejoining, running, stream_name)
+from engine.cluster import (TURN, Cluster, ClusterError, Entry, adopt_key, crawl_over, left_out, machines, newcomer,
+                            note_beats, rejoining, running, stream_name)
 from engine.config import ClusterConfig
 from engine.link_exchange import BRIDGE, Inbox, Outbox
 from engine.ownership import GlobalRing
@@ -93,33 +93,38 @@ def crawl_status(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 async def test_crawl_status_shows_every_machine_of_the_crawl_without_joining_it(server: str, tmp_path: Path) -> None:
-    a, b = Cluster(config(server, "a"), 1), Cluster(config(server, "b"), 2)
-    await a.connect()
-    await b.connect()
+    a, b, c = Cluster(config(server, "a"), 1), Cluster(config(server, "b"), 2), Cluster(config(server, "c"), 1)
+    for m in (a, b, c):
+        await m.connect()
     try:
         await a.beat(pages=120, quiet=True)
         await b.beat(pages=7)
         await b.beat(stop="max_pages")
+        assert await a.claim(adopt_key("c")), "c left: a adopts it"  # a key of the bucket, no machine's entry
+        c.entry = Entry("c", 1, adopted_by="a")  # as c's supervisor, run by a, beats it
+        await c.beat()
         shown = await asyncio.to_thread(crawl_status, "--cluster", server, "--crawl-id", "t1")
         assert shown.returncode == 0, shown.stderr
         assert [line.split() for line in shown.stdout.splitlines()] == [
             ["node", "agents", "pages", "state", "beat"],
             ["a", "1", "120", "quiet", "1"],
             ["b", "2", "7", "stopped:", "max_pages", "2"],
-            ["2", "machines,", "3", "agents,", "127", "pages"],
+            ["c", "1", "0", "crawling,", "adopted", "by", "a", "1"],
+            ["3", "machines,", "4", "agents,", "127", "pages"],
         ]
         (tmp_path / "crawl.toml").write_text(f'[cluster]\nurl = "{server}"\nnode = "z"\nsize = 2\ncrawl_id = "t1"\n')
         shown = await asyncio.to_thread(crawl_status, "-c", str(tmp_path / "crawl.toml"), "--json")
         entries = orjson.loads(shown.stdout)
         assert [Entry(**e) for e in entries.values()] == [Entry("a", 1, 1, True, pages=120),
-                                                          Entry("b", 2, 2, stop="max_pages", pages=7)]
+                                                          Entry("b", 2, 2, stop="max_pages", pages=7),
+                                                          Entry("c", 1, 1, adopted_by="a")]
         for _ in range(2):  # a crawl the server does not know is not created by asking
             shown = await asyncio.to_thread(crawl_status, "--cluster", server, "--crawl-id", "nope")
             assert shown.returncode == 1 and "no crawl 'nope'" in shown.stderr
-        assert set(await a.view()) == {"a", "b"}, "asking joined nothing"
+        assert set(await a.view()) == {"a", "b", "c"}, "asking joined nothing"
     finally:
-        await a.close()
-        await b.close()
+        for m in (a, b, c):
+            await m.close()
 
 
 AB, BA = "a.0>1", "b.0>0"  # the spools between the two machines' agents
@@ -196,8 +201,10 @@ async def test_one_machine_at_a_time_holds_the_join_turn(server: str) -> None:
         with pytest.raises(TimeoutError):  # three beats: d waits while c holds the turn
             await asyncio.wait_for(d.take_turn(lambda view: not running("d", view)), 1.5)
         assert set(await member.view()) == {"a"}, "the turn is no machine's entry"
-        await c.keep_turn()
-        await c.end_turn()
+        await c.keep(TURN)
+        assert await c.holder(TURN) == "c" and await c.holder(adopt_key("b")) is None
+        assert not await d.claim(TURN), "held by c"
+        await c.release(TURN)
         await asyncio.wait_for(d.take_turn(lambda view: not running("d", view)), 10)
         await member.beat(stop="done")
         with pytest.raises(ClusterError, match="stopped before machine c could join"):

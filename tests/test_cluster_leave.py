@@ -1,5 +1,6 @@
 """A machine leaving a crawl over several (issue 17, item 4), end to end: kill -9 of its whole
-process tree mid-crawl, and the survivors finish without it.
+process tree mid-crawl, and the survivors finish without it, taking its hosts over
+(``cluster.departure = "take_over"``; the adoption, the default, is ``tests/test_cluster_adopt.py``).
 
 Three ``crawl run --cluster`` machines (a, b, c; one agent each, their output folders side by side
 under one root: the shared storage) crawl one in-vitro web through one nats-server on loopback,
@@ -44,7 +45,8 @@ from tests.test_cluster_crawl import host
 WEB = WebParams(hosts=30, hosts_per_ip=1, mean_pages=20, max_pages=40, mean_links=20, page_bytes=4000)
 TTL = 2.0
 SETTINGS = ["politeness.host_delay=0.2", "politeness.ip_delay=0.05", "engine.fetchers=30",
-            "engine.checkpoint_interval=0.3", "engine.processes=1", "cluster.crawl_id=\"leave\"", f"cluster.ttl={TTL}"]
+            "engine.checkpoint_interval=0.3", "engine.processes=1", "cluster.crawl_id=\"leave\"", f"cluster.ttl={TTL}",
+            "cluster.departure=\"take_over\""]  # the takeover, here and in the tests built on these (adoption: test_cluster_adopt)
 NODES = ("a", "b", "c")
 IN_FLIGHT = 0.5  # seconds after the kill within which a request logged was b's, in flight
 TAKEOVER_TARGET = 30.0  # seconds from the kill to the survivors' first fetch of one of its hosts
