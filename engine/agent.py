@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import os
 import signal
 import socket
@@ -226,6 +227,8 @@ class Agent:
             "pages_per_second": stats.pages / elapsed if elapsed else 0.0,
             "pages_per_cpu_second": stats.pages / cpu if cpu else 0.0,
             "rss_bytes": rss_bytes(),
+            # per generation (gen0 the youngest): collections, objects collected, uncollectable (engine/heap.py)
+            "gc": {f"gen{i}": s for i, s in enumerate(gc.get_stats())},
             "hosts": fs.workbench.visit_states,
             "ips": fs.workbench.entries,
             "frontier": {**frontier_figures(fs), "discovered": fs.discovered, "cache_hits": fs.cache_hits,
