@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import gc
 import os
 import signal
 import socket
@@ -30,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine import progress
+from engine import heap, progress
 from engine.addresses import AddressPolicy
 from engine.channel import SupervisorChannel
 from engine.checkpointer import Checkpointer
@@ -226,9 +225,7 @@ class Agent:
             "cpu_seconds": cpu,
             "pages_per_second": stats.pages / elapsed if elapsed else 0.0,
             "pages_per_cpu_second": stats.pages / cpu if cpu else 0.0,
-            "rss_bytes": rss_bytes(),
-            # per generation (gen0 the youngest): collections, objects collected, uncollectable (engine/heap.py)
-            "gc": {f"gen{i}": s for i, s in enumerate(gc.get_stats())},
+            "rss_bytes": rss_bytes(), "gc": heap.collections(),
             "hosts": fs.workbench.visit_states,
             "ips": fs.workbench.entries,
             "frontier": {**frontier_figures(fs), "discovered": fs.discovered, "cache_hits": fs.cache_hits,

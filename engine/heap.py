@@ -62,3 +62,9 @@ def collect_less_often() -> None:
     thresholds, counted in young collections, are kept)."""
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+
+
+def collections() -> dict[str, dict[str, int]]:
+    """The collector's work so far, per generation (``gen0`` the youngest): collections, objects
+    collected, uncollectable (``stats.json``'s ``gc``)."""
+    return {f"gen{i}": counts for i, counts in enumerate(gc.get_stats())}
