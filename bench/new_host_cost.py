@@ -16,8 +16,9 @@ process, for the first ``--sample`` hosts, one phase after another:
 * **robots.txt records**: ``Archive.store`` of the exchange (request and response records, the
   CDXJ line), as ``Pipeline.robots`` calls it.
 
-Each phase's CPU is this process's (``getrusage``) over the phase, divided by the hosts; the
-rounds alternate nothing (one phase at a time), so take the least of ``--rounds``.
+Each phase's CPU is this process's (``getrusage``) over the phase, divided by the hosts (the web's
+server is another process and is not counted). Each round takes hosts not met before, so every
+lookup is a miss and every robots.txt new; printed: each round, then the least and the median.
 
     python -m bench.new_host_cost --hosts 20000 --sample 4000 --rounds 3
 """
