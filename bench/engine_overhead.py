@@ -1,11 +1,11 @@
 """Engine overhead: the whole pipeline with the network replaced, and where its CPU goes, stage by stage.
 
-Runs the real :class:`engine.agent.Agent` in this process on the in-vitro web served from
-memory (``bench/memory_web.py``: its fetcher answers at once with the bytes the in-vitro server
-would send, its resolver with the model's address). Everything else is the engine's own work:
-fetch bookkeeping (fetcher loops, todo ring, release), robots.txt rules, gzip decoding, link
-extraction, canonicalization, sieve, workbench and distributor, WARC records. No politeness
-delay, so nothing waits but the event loop.
+Runs the real :class:`engine.agent.Agent` in this process, with an agent process's collector
+settings (``engine/heap.py``), on the in-vitro web served from memory (``bench/memory_web.py``:
+its fetcher answers at once with the bytes the in-vitro server would send, its resolver with the
+model's address). Everything else is the engine's own work: fetch bookkeeping (fetcher loops,
+todo ring, release), robots.txt rules, gzip decoding, link extraction, canonicalization, sieve,
+workbench and distributor, WARC records. No politeness delay, so nothing waits but the event loop.
 
 * ``--runs`` unprofiled runs give the engine's pages per CPU-second: pages over the process CPU
   of the crawl less what the response source spent making pages (measured with thread CPU
@@ -36,6 +36,7 @@ from bench.memory_web import InstantResolver, MemoryFetcher
 from bench.profile_stages import REST, SOURCE, stage_of
 from bench.runner import RESULTS_DIR, machine, medians, write_result
 from engine import config as configuration
+from engine import heap
 from engine.agent import Agent
 from engine.stats import cpu_seconds
 
@@ -103,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.smoke:
         args.pages, args.hosts, args.runs = 300, 50, 1
+    heap.collect_less_often()  # as an agent process does (engine/agent_process.py)
     at_start = machine()
     runs = []
     for i in range(args.runs):

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine import progress
+from engine import heap, progress
 from engine.addresses import AddressPolicy
 from engine.channel import SupervisorChannel
 from engine.checkpointer import Checkpointer
@@ -225,7 +225,7 @@ class Agent:
             "cpu_seconds": cpu,
             "pages_per_second": stats.pages / elapsed if elapsed else 0.0,
             "pages_per_cpu_second": stats.pages / cpu if cpu else 0.0,
-            "rss_bytes": rss_bytes(),
+            "rss_bytes": rss_bytes(), "gc": heap.collections(),
             "hosts": fs.workbench.visit_states,
             "ips": fs.workbench.entries,
             "frontier": {**frontier_figures(fs), "discovered": fs.discovered, "cache_hits": fs.cache_hits,

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from engine import heap
+
 # 200 MB of 2 KB blocks (each its own malloc), one in a hundred kept: the rest is free memory inside
 # the heap, which glibc does not return by itself
 FRAGMENTED_HEAP = """
@@ -36,3 +38,45 @@ def test_freed_memory_inside_the_heap_goes_back_only_when_given_back() -> None:
     assert before > 150 and kept > 150  # glibc sat on it
     before, after = resident_mib(give_back=True)
     assert before > 150 and after < 50
+
+
+# Allocations counted by the collector: kept lists (no collection can free them), then cycles dropped
+# at once; prints the young collections during the first, and how many of the cycles are still alive
+# after the second, with no gc.collect() called
+COLLECTOR = """
+import gc, weakref
+from engine import heap
+if {tuned}:
+    heap.collect_less_often()
+young = []
+gc.callbacks.append(lambda phase, info: young.append(1) if phase == "start" and info["generation"] == 0 else None)
+gc.collect()
+young.clear()
+kept = [[] for _ in range(15_000)]
+while_kept = len(young)
+
+class Node:
+    pass
+
+def cycle():
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+refs = [cycle() for _ in range(100_000)]  # each pair is garbage as soon as made
+print(while_kept, sum(r() is not None for r in refs))
+"""
+
+
+def collector(tuned: bool) -> tuple[int, int]:
+    done = subprocess.run([sys.executable, "-c", COLLECTOR.format(tuned=tuned)], capture_output=True, text=True, check=True)
+    young, alive = map(int, done.stdout.split())
+    return young, alive
+
+
+def test_the_collector_looks_less_often_and_still_frees_cycles() -> None:
+    young, alive = collector(tuned=False)
+    assert young >= 15  # CPython's default: a young collection every 700 allocations
+    young, alive = collector(tuned=True)
+    assert young == 0  # 15,000 allocations: under the agent's threshold
+    assert alive <= heap.YOUNG_THRESHOLD  # at most one young generation's worth of cycles waits for its turn
