@@ -100,8 +100,11 @@ class LinkRouter:
         self.handed_to: dict[str, int] = {}  # hosts handed to their IP's machine: to this global agent there
         self.taken: set[str] = set()  # hosts handed to this agent by their owner on another machine
         # per handed host, the URLs this agent's sieve let through before it was handed: offered again,
-        # past the sieve, if it takes the host back (``settle``)
+        # past the sieve, if it takes the host back (``settle``). Only a takeover brings one back: adopted,
+        # a machine keeps its places, and a ring that only grows moves IPs to the newcomer alone; so with
+        # ``cluster.departure = "adopt"`` none is kept, or they would fill memory and checkpoints in vain
         self.handed_urls: dict[str, list[str]] = {}
+        self.keeps_handed = crew.config.cluster.departure == "take_over"
         # hosts this agent gave up while its sieve remembers their URLs (a machine rejoined and owns them
         # now, by name or as their IP's): per host, the URLs its sieve let through that it did not fetch,
         # those leaving the sieve later included; queued again, past the sieve, if the host comes back to
@@ -189,7 +192,8 @@ class LinkRouter:
     def _hand(self, authority: str, to: int, urls: list[str]) -> None:
         """Hand the host ``authority`` to global agent ``to`` with its queued ``urls``; later links follow."""
         self.handed_to[authority] = to
-        self.handed_urls[authority] = urls
+        if self.keeps_handed:
+            self.handed_urls[authority] = urls
         self._forward(urls)
 
     def follow_ips(self) -> int:
@@ -242,7 +246,8 @@ class LinkRouter:
             for url in urls:
                 authority = split(url)[0]
                 if authority in self.handed_to:
-                    self.handed_urls.setdefault(authority, []).append(url)
+                    if self.keeps_handed:
+                        self.handed_urls.setdefault(authority, []).append(url)
                     sent.append(url)
                 else:
                     self.given.setdefault(authority, []).append(url)

@@ -16,6 +16,7 @@ import pytest
 
 from bench.invitro import WebParams
 from engine.ownership import GlobalRing
+from frontier import snapshot
 from tests.invitro_harness import WebThread, by_key, gaps, page_requests, reachable, url_of
 from tests.nats_server import nats_server
 from tests.test_cluster_crawl import NODES, finish, host, outcome, start
@@ -41,7 +42,8 @@ def shared_ips(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
     finally:
         log = web.stop()
     stats, pages = outcome(tmp)
-    return web.model, seeds, log, stats, pages
+    handed = {node: snapshot.read(tmp / node / "agent-0" / "frontier" / "checkpoint")[0]["extra"] for node in NODES}
+    return web.model, seeds, log, stats, pages, handed
 
 
 def test_hosts_of_one_ip_fall_on_both_machines_by_name(shared_ips) -> None:  # type: ignore[no-untyped-def]
@@ -59,7 +61,7 @@ def test_no_ip_is_fetched_closer_than_the_ip_delay_across_machines(shared_ips) -
 
 
 def test_every_page_once_in_all_each_host_by_its_ips_machine(shared_ips) -> None:  # type: ignore[no-untyped-def]
-    model, seeds, log, stats, pages = shared_ips
+    model, seeds, log, stats, pages, _ = shared_ips
     assert {s["stop_reason"] for s in stats.values()} == {"done"}
     requested = Counter(url_of(r, model.port) for r in page_requests(log))
     assert not [u for u, n in requested.items() if n > 1], "a page was fetched twice"
@@ -74,3 +76,11 @@ def test_every_page_once_in_all_each_host_by_its_ips_machine(shared_ips) -> None
           f"{len(handed)} of {len({host(u) for u in requested})}, elapsed "
           f"{max(s['elapsed_seconds'] for s in stats.values()):.1f} s, links sent between the machines "
           f"{sum(s['cluster']['messages_sent'] for s in stats.values())} messages")
+
+
+def test_hosts_handed_keep_no_urls_when_machines_are_adopted(shared_ips) -> None:  # type: ignore[no-untyped-def]
+    """With the default departure (adopt) no host handed by its IP comes back to its owner by name, so the
+    URLs sent with it are not kept: the memory and the checkpoint stay those of the hosts, not their URLs."""
+    *_, handed = shared_ips
+    assert any(extra["handed"] for extra in handed.values()), "no host was handed off"
+    assert {node: extra["handed_urls"] for node, extra in handed.items()} == {node: {} for node in NODES}
