@@ -3,7 +3,10 @@
 Two supervisors writing one folder would break it: a machine resumed while the survivor that adopted
 it still runs it (``engine/adoption.py``), or a second ``crawl run --resume`` by mistake. An ``flock``
 goes with the process however it ends (kill -9 included), so a stale lock cannot outlive a crash.
-The agents do not inherit it (descriptors are not inherited unless passed).
+The supervisor passes its descriptor to every agent it starts: the lock is the open file's, shared by
+every process holding it, so the folder is free only once the supervisor *and* its agents are gone.
+An agent outlives a supervisor killed alone by the moments of its clean stop (its last checkpoint);
+another supervisor taking the folder then would resume from a checkpoint being rewritten.
 """
 
 from __future__ import annotations

@@ -70,6 +70,7 @@ class Machine(Protocol):
     stopping: bool
     stop_reason: str
     failed: bool
+    folder_lock: int
 
     def stop_crawl(self, reason: str) -> None: ...
     def total(self) -> AgentStatus: ...
@@ -131,7 +132,7 @@ class Machines:
         await cluster.connect()
         deadline = time.monotonic() + (self.config.ttl if self.adopted_by else self.config.join_timeout)
         asked = False
-        while lock_folder(out) is None:
+        while (lock := lock_folder(out)) is None:
             if time.monotonic() > deadline:
                 raise ClusterError(f"another process runs the crawl in {out}")
             if not self.adopted_by and await cluster.holder(adopt_key(node)) is not None:
@@ -140,6 +141,7 @@ class Machines:
                 await cluster.keep(back_key(node))
                 asked = True
             await asyncio.sleep(HEARTBEAT)
+        self.supervisor.folder_lock = lock
         if asked:
             await cluster.release(back_key(node))
             entry = (await cluster.view()).get(node)

@@ -133,6 +133,7 @@ class Supervisor:
         self.stopping = False
         self.stop_reason = ""
         self.failed = False
+        self.folder_lock = -1  # OUT/lock's descriptor, passed to every agent: the folder is free once all are gone
         self.full: tuple[str, Path] | None = None  # who found no room, to write what
         self.timeline: list[dict[str, float]] = []
         self._quiet_ticks = 0
@@ -160,8 +161,10 @@ class Supervisor:
         if self.machines is not None:
             await self.machines.connect()  # takes the folder once the machine that adopted this one let it go
             await self.machines.join()
-        elif lock_folder(self.out) is None:
+        elif (lock := lock_folder(self.out)) is None:
             raise CrawlFolderError(f"another process runs the crawl in {self.out}")
+        else:
+            self.folder_lock = lock
         try:
             self.keep_room()
             self.write_manifest()
@@ -316,7 +319,7 @@ class Supervisor:
             args = [sys.executable, "-m", "engine.agent_process", str(self.out), str(agent.index), str(theirs.fileno())]
             if fresh:  # the IP table, with its page count, is new: count the pages of a resumed crawl
                 args.append("--count-restored-pages")
-            agent.process = await asyncio.create_subprocess_exec(*args, pass_fds=(theirs.fileno(),))
+            agent.process = await asyncio.create_subprocess_exec(*args, pass_fds=(theirs.fileno(), self.folder_lock))
         reader, agent.writer = await asyncio.open_connection(sock=mine)
         if self.stopping:
             self.send(agent, {"cmd": "stop", "reason": self.stop_reason})

@@ -3,6 +3,7 @@ lock goes with its holder however it ends, kill -9 included."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 from engine.folder_lock import lock_folder
+from tests.test_cluster_join import wait_until
 
 
 def test_a_folder_is_held_by_one_process_and_freed_by_its_death(tmp_path: Path) -> None:
@@ -27,3 +29,26 @@ def test_a_folder_is_held_by_one_process_and_freed_by_its_death(tmp_path: Path) 
         holder.send_signal(signal.SIGKILL)
         holder.wait(30)
     assert lock_folder(tmp_path) is not None, "its holder killed, the folder is free"
+
+
+
+def test_the_agents_hold_the_folder_until_they_are_gone(tmp_path: Path) -> None:
+    """The supervisor killed alone, its agents stop cleanly (a last checkpoint): until they have, the
+    folder stays held, or a survivor adopting the machine would resume from files being written."""
+    out = tmp_path / "out"
+    crawl = subprocess.Popen([sys.executable, "-m", "engine.cli", "run", "--out", str(out), "--processes", "2",
+                              "--max-seconds", "120"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        assert wait_until(lambda: all(any((out / "warc").glob(f"*-a{i}-*")) for i in (0, 1)), 60)
+        agents = [int(pid) for pid in subprocess.run(["pgrep", "-P", str(crawl.pid), "-f", "engine.agent_process"],
+                                                     capture_output=True, text=True).stdout.split()]
+        assert len(agents) == 2, f"the crawl's agents: {agents}"
+        crawl.send_signal(signal.SIGKILL)
+        crawl.wait(30)
+        assert lock_folder(out) is None, "the supervisor is dead but its agents live: the folder is still held"
+        assert wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in agents), 60), "the agents stop"
+        assert lock_folder(out) is not None, "the supervisor and its agents gone, the folder is free"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(crawl.pid, signal.SIGKILL)
