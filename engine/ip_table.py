@@ -20,6 +20,12 @@ Why these choices:
   2^20 slots and 100,000 IPs the cost is a few thousand IP pairs waiting on each other.
 * **fcntl locks belong to the process**, not to a coroutine: a slot already held by this
   process (two colliding IPs) is reported busy, never taken twice.
+* **The locks are spread over** :data:`LOCK_FILES` **files**, a slot's byte in file ``slot % LOCK_FILES``:
+  the kernel keeps one list of record locks per file and walks it at every lock and unlock, and an
+  agent holds a lock for every host on its todo ring or in flight. With all of them on one file a
+  lock and unlock cost 25 µs with 1,000 held by each of two agents and 119 µs with 3,000
+  (2.5 µs with none held); spread over 64 files, 2.1 and 3.7 µs. A profile of a two-agent crawl of
+  the 20,000-host web had put 3.9% of an agent's CPU in that walk (``posix_lock_inode``).
 * **A busy slot is mostly seen, not locked**: the pid in the slot says another agent is
   fetching, which costs no system call; the lock is tried again once a second in case that
   agent died (profiling showed ``lockf`` polls at 5% of an agent's CPU otherwise).
@@ -27,8 +33,7 @@ Why these choices:
 Slot 0 holds the crawl's page counter, so that ``engine.max_pages`` is exact across agents.
 
 After the slots, one 4-byte counter per slot holds the hosts the agents' workbenches hold on
-the slot's IP (``add_host``, under a lock on the counter's first byte, a different byte from
-the fetch lock), so that the quality filter's hosts-per-IP feature counts the hosts of every
+the slot's IP (``add_host``, under a lock on the byte after the slot's fetch lock), so that the quality filter's hosts-per-IP feature counts the hosts of every
 agent, as ``crawl learn quality`` counts them in the WARC files, not the 1/N an agent owns.
 """
 
@@ -49,6 +54,7 @@ HOSTS = struct.Struct("<i")  # hosts on the slot's IP, in every agent's workbenc
 SLOTS = 1 << 20
 BUSY = -1.0  # what ``try_acquire`` says while another agent is fetching from the IP
 PROBE_EVERY = 1.0  # seconds a busy slot's pid is believed before the lock is tried again (a dead holder)
+LOCK_FILES = 64  # files the slots' locks are spread over (see above); each agent holds one descriptor per file
 
 
 class SharedIpTable:
@@ -64,6 +70,11 @@ class SharedIpTable:
             except BaseException:
                 os.close(self._fd)
                 raise
+        try:
+            self._locks = _open_lock_files(path)
+        except BaseException:
+            os.close(self._fd)
+            raise
         self._map = mmap.mmap(self._fd, size)
         self._pid = os.getpid()
         self._held: set[int] = set()
@@ -79,6 +90,8 @@ class SharedIpTable:
         try:
             with open(path, "wb") as f:
                 preallocate(f.fileno(), _size(slots), path)
+            for fd in _open_lock_files(path):
+                os.close(fd)
         except BaseException:  # no table rather than a short one
             path.unlink(missing_ok=True)
             raise
@@ -86,17 +99,17 @@ class SharedIpTable:
     def _slot(self, ip: str) -> int:
         return 1 + xxhash.xxh3_64_intdigest(ip.encode()) % self.slots
 
-    def _lock(self, slot: int, blocking: bool, offset: int | None = None) -> bool:
-        """Lock the slot's first byte, or the byte at ``offset``."""
+    def _lock(self, slot: int, blocking: bool, hosts: bool = False) -> bool:
+        """Lock the slot's fetch byte, or (``hosts``) the byte of its host counter."""
         flags = fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB
         try:
-            fcntl.lockf(self._fd, flags, 1, slot * SLOT.size if offset is None else offset)
+            fcntl.lockf(self._locks[slot % LOCK_FILES], flags, 1, 2 * (slot // LOCK_FILES) + hosts)
         except (BlockingIOError, PermissionError):
             return False
         return True
 
-    def _unlock(self, slot: int, offset: int | None = None) -> None:
-        fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, slot * SLOT.size if offset is None else offset)
+    def _unlock(self, slot: int, hosts: bool = False) -> None:
+        fcntl.lockf(self._locks[slot % LOCK_FILES], fcntl.LOCK_UN, 1, 2 * (slot // LOCK_FILES) + hosts)
 
     def try_acquire(self, ip: str, now: float, delay: float) -> float | None:
         """Take ``ip`` for one fetch (None); or say when it may be taken (a monotonic instant);
@@ -163,11 +176,11 @@ class SharedIpTable:
         """A workbench took a host onto ``ip`` (+1) or let one go (-1)."""
         slot = self._slot(ip)
         offset = SLOT.size * (self.slots + 1) + HOSTS.size * slot
-        self._lock(slot, True, offset)  # a few instructions inside; its holder never waits
+        self._lock(slot, True, hosts=True)  # a few instructions inside; its holder never waits
         try:
             HOSTS.pack_into(self._map, offset, max(0, HOSTS.unpack_from(self._map, offset)[0] + delta))
         finally:
-            self._unlock(slot, offset)
+            self._unlock(slot, hosts=True)
 
     def hosts(self, ip: str) -> int:
         """The hosts every agent's workbench holds on ``ip`` (with those of colliding IPs)."""
@@ -191,7 +204,24 @@ class SharedIpTable:
 
     def close(self) -> None:
         self._map.close()
-        os.close(self._fd)  # releases every lock this process still holds
+        os.close(self._fd)
+        for fd in self._locks:
+            os.close(fd)  # releases every lock this process still holds
+
+
+def _open_lock_files(path: Path) -> list[int]:
+    """The descriptors of the lock files beside the table (``ip-table.locks/00`` ...), made if missing."""
+    directory = path.with_name(path.name + ".locks")
+    directory.mkdir(exist_ok=True)
+    fds: list[int] = []
+    try:
+        for k in range(LOCK_FILES):
+            fds.append(os.open(directory / f"{k:02d}", os.O_RDWR | os.O_CREAT, 0o644))
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return fds
 
 
 def _size(slots: int) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.ip_table import BUSY, PROBE_EVERY, SharedIpTable
+from engine.ip_table import BUSY, LOCK_FILES, PROBE_EVERY, SharedIpTable
 from engine.link_exchange import Inbox, Outbox, spool_dir
 from engine.ownership import HashRing
 from engine.sdnotify import Notifier
@@ -109,7 +109,7 @@ def test_link_contexts_travel_with_their_links(tmp_path: Path) -> None:
 HOLDER = """
 import sys, time
 from pathlib import Path
-from engine.ip_table import BUSY, PROBE_EVERY, SharedIpTable
+from engine.ip_table import BUSY, LOCK_FILES, PROBE_EVERY, SharedIpTable
 table = SharedIpTable(Path(sys.argv[1]))
 assert table.try_acquire("10.0.0.1", time.monotonic(), 0.5) is None
 print("held", flush=True)
@@ -137,6 +137,27 @@ def test_an_ip_is_busy_while_another_process_fetches_and_free_after_it_dies(tmp_
     assert table.try_acquire("10.0.0.1", retry, 0.5) is None
     table.release("10.0.0.1", retry + 0.5)
     assert table.try_acquire("10.0.0.1", retry + 0.2, 0.5) == retry + 0.5
+    table.close()
+
+
+def my_record_locks() -> Counter[str]:
+    """This process's record locks, per file (device:inode), as the kernel lists them."""
+    rows = (line.split() for line in Path("/proc/locks").read_text().splitlines())
+    return Counter(row[5] for row in rows if row[1] == "POSIX" and row[4] == str(os.getpid()))
+
+
+def test_the_leases_locks_are_spread_over_files(tmp_path: Path) -> None:
+    """The kernel walks one list of record locks per file at every lock: an agent holding a lease for
+    every host on its todo ring must not put them all on one list (``bench/ip_lock_bench.py``)."""
+    SharedIpTable.create(tmp_path / "ip-table")
+    table = SharedIpTable(tmp_path / "ip-table")
+    held = [ip for k in range(640) if table.try_acquire(ip := f"10.0.{k // 256}.{k % 256}", 0.0, 0.0) is None]
+    per_file = my_record_locks()
+    assert sum(per_file.values()) == len(held) >= 630
+    assert len(per_file) == LOCK_FILES and max(per_file.values()) < 30
+    for ip in held:
+        table.release(ip, 0.0)
+    assert not my_record_locks()
     table.close()
 
 
