@@ -9,9 +9,10 @@ had the content first, and a revisit record must name it (``WARC-Refers-To-Targe
   sized for ``capacity`` signatures at ``error_rate``. It answers "never seen" for most
   pages in about 2 µs, without touching the table.
 * **SQLite table** (``X-signatures.sqlite``): signature → the original's URI, date, record id
-  and payload digest. It is asked only when the filter says "seen", so a false positive of
-  the filter costs one lookup and is counted, never a lost page. New rows are inserted in
-  batches (one transaction per ``batch`` pages, about 15–20 µs a page).
+  and payload digest, rows in the order they came, found through an index on the signature.
+  It is asked only when the filter says "seen", so a false positive of the filter costs one
+  lookup and is counted, never a lost page. New rows are inserted in batches (one
+  transaction per ``batch`` rows, about 8 µs a row).
 
 Persistence: both files outlive the process. A kill -9 loses at most the last batch of rows
 (the filter, a file mapping, keeps its bits); such a signature then reads as a filter false
@@ -41,10 +42,18 @@ import xxhash
 
 from store.errors import StoreFull, is_no_room, preallocate
 
+# Rows are appended in the order they come (``id``), and found through an index on ``key``:
+# keyed by ``key`` itself, the table's rows went to random pages, and a batch of 256 rows dirtied
+# some 256 pages of ~200-byte rows, each written whole to the WAL: 17.3 µs a row on a table of
+# 200,000, against 8.3 with the rows appended and the 16-byte index entries in random pages.
+# A table made before (``key INTEGER PRIMARY KEY``, no ``id``) is read and written as it is.
 _SCHEMA = """CREATE TABLE IF NOT EXISTS signatures (
-    key INTEGER PRIMARY KEY,   -- the first 8 bytes of the signature, as a signed integer
+    id INTEGER PRIMARY KEY,
+    key INTEGER NOT NULL,      -- the first 8 bytes of the signature, as a signed integer
     tail INTEGER NOT NULL,     -- the last 8 bytes
     uri TEXT NOT NULL, date TEXT NOT NULL, record_id TEXT NOT NULL, digest TEXT NOT NULL)"""
+_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS signatures_key ON signatures (key)"
+_COLUMNS = "key, tail, uri, date, record_id, digest"
 
 
 _FULL_CODES = frozenset((sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR_SHMSIZE))
@@ -108,6 +117,8 @@ class SignatureIndex:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(_SCHEMA)
+            if any(column[1] == "id" for column in self._db.execute("PRAGMA table_info(signatures)")):
+                self._db.execute(_INDEX)
             self._count = self._db.execute("SELECT count(*) FROM signatures").fetchone()[0]
             self._bloom = self._open_bloom()
         except (sqlite3.OperationalError, OSError) as e:
@@ -135,7 +146,7 @@ class SignatureIndex:
         key, tail = _split(signature)
         row = self._pending.get(key)
         if row is None:
-            row = self._db.execute("SELECT * FROM signatures WHERE key = ?", (key,)).fetchone()
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM signatures WHERE key = ?", (key,)).fetchone()
         if row is None or row[1] != tail:
             self._false += 1
             return None
@@ -157,7 +168,7 @@ class SignatureIndex:
         try:
             with self._db:
                 self._db.execute("BEGIN")
-                self._db.executemany("INSERT OR IGNORE INTO signatures VALUES (?, ?, ?, ?, ?, ?)", self._pending.values())
+                self._db.executemany(f"INSERT OR IGNORE INTO signatures ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", self._pending.values())
         except sqlite3.OperationalError as e:
             raise self._error(e) from e
         self._count += self._db.total_changes - before  # rows ignored as already there are not counted

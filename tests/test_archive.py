@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
+import sqlite3
 import subprocess
 import sys
 import zlib
@@ -199,6 +200,29 @@ def test_signatures_outlive_the_archive_and_the_bloom_file(tmp_path: Path) -> No
         assert archive.statistics().dedup.bloom_error_rate == 1e-4  # type: ignore[union-attr]
     with Archive(tmp_path, "t", settings(), INFO) as archive:  # sized differently again: rebuilt again
         assert store(archive, "http://h.test/fourth", page(1))[1] == "revisit"
+
+
+def test_a_signature_table_of_the_former_layout_is_read_and_written_as_it_is(tmp_path: Path) -> None:
+    """Before rows were appended, the table was keyed by the signature itself: a crawl resumed from
+    such a folder still finds its originals, and adds its own in that layout."""
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        store(archive, "http://h.test/first", page(1))
+    table = tmp_path / "t-signatures.sqlite"
+    with sqlite3.connect(table) as db:  # the same rows, in the former layout
+        rows = db.execute("SELECT key, tail, uri, date, record_id, digest FROM signatures").fetchall()
+        db.execute("DROP TABLE signatures")
+        db.execute("CREATE TABLE signatures (key INTEGER PRIMARY KEY, tail INTEGER NOT NULL, uri TEXT NOT NULL, "
+                    "date TEXT NOT NULL, record_id TEXT NOT NULL, digest TEXT NOT NULL)")
+        db.executemany("INSERT INTO signatures VALUES (?, ?, ?, ?, ?, ?)", rows)
+    (tmp_path / "t-signatures.bloom").unlink()  # rebuilt from the table
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        assert store(archive, "http://h.test/again", page(1))[1] == "revisit"
+        assert store(archive, "http://h.test/second", page(2))[1] == "response"
+    with Archive(tmp_path, "t", settings(), INFO) as archive:
+        assert store(archive, "http://h.test/second-again", page(2))[1] == "revisit"
+    with sqlite3.connect(table) as db:
+        assert [c[1] for c in db.execute("PRAGMA table_info(signatures)")][0] == "key"
+        assert db.execute("SELECT count(*) FROM signatures").fetchone()[0] == len(rows) * 2
 
 
 # -- crawl warc verify: what revisits promise -------------------------------------------------------------
