@@ -18,7 +18,8 @@ import orjson
 
 from engine.cluster import ClusterError
 from engine.config import Config, apply, validate
-from engine.supervisor import MANIFEST, CrawlFolderError, prepare_folder, supervise
+from engine.channel import MANIFEST
+from engine.supervisor import CrawlFolderError, prepare_folder, supervise
 
 
 def adopted_config(folder: Path) -> tuple[Config, list[str]]:

@@ -4,7 +4,7 @@ Started by the supervisor (``engine/supervisor.py``), never by hand. It reads th
 manifest (``OUT/crawl.json``: agents, configuration, seeds, and in a crawl over several
 machines the members its ring is made of), runs agent ``INDEX`` on uvloop,
 and talks to the supervisor over the socket inherited as file descriptor ``FD``. It exits 0
-after a clean stop, and :data:`~engine.supervisor.EXIT_STORE_FULL` (3) when it stopped because
+after a clean stop, and :data:`~engine.channel.EXIT_STORE_FULL` (3) when it stopped because
 the disk has no room (in the crawl, or already while recovering its files): the supervisor
 then stops the crawl rather than restart it into a full disk. Anything else makes the
 supervisor restart it, and the restarted agent resumes from its checkpoint.
@@ -25,7 +25,7 @@ import orjson  # noqa: E402
 
 from engine.agent import run_agent  # noqa: E402
 from engine.config import Config, apply, validate  # noqa: E402
-from engine.supervisor import EXIT_STORE_FULL, MANIFEST  # noqa: E402
+from engine.channel import EXIT_STORE_FULL, MANIFEST  # noqa: E402
 from store.errors import StoreFull  # noqa: E402
 
 

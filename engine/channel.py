@@ -7,7 +7,9 @@ agent waiting for politeness), and after each command, one JSON line ``{"status"
 end ``{"summary": ...}``, or ``{"store_full": ...}`` the moment the disk has no room. The
 supervisor sends one JSON line per command: ``stop``, or one for ``obey`` (pause, resume,
 seeds, config; ``engine/steering.py``) which it waits to see applied (``command_seq``).
-Reads and writes nothing else.
+Reads and writes nothing else. The rest of what passes between the two is named here too, so
+that an agent process need not import the supervisor: the manifest it starts from
+(:data:`MANIFEST`) and its exit status after a full disk (:data:`EXIT_STORE_FULL`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import orjson
 
 from engine.status import AgentStatus
 
+MANIFEST = "crawl.json"  # OUT/crawl.json: agents, configuration, seeds (engine/supervisor.py writes it)
+EXIT_STORE_FULL = 3  # exit status of an agent, and of ``crawl run``, stopped by a full disk (1: failed, 2: usage)
 STATUS_PERIOD = 0.5  # seconds between two status lines
 # a waiting agent's status (nothing changed but its CPU and memory) is sent this often: building and
 # parsing it twice a second was a third of the CPU of an agent waiting for politeness

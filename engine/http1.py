@@ -38,13 +38,16 @@ import ipaddress
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import httptools
 
-from engine.aiohttp_fetcher import AiohttpFetcher
 from engine.errors import BadResponse, ConnectFailed, ReadTimeout
 from engine.fetch import ACCEPT, ClientSettings, FetchResult
+
+if TYPE_CHECKING:
+    from engine.aiohttp_fetcher import AiohttpFetcher
 
 IDLE_SECONDS = 5.0
 """an idle pooled connection is closed after this long (servers often time out at 5–15 s)"""
@@ -504,6 +507,8 @@ class Http1Fetcher:
 
     async def _fetch_https(self, url: str, ip: str | None, headers: Sequence[tuple[str, str]]) -> FetchResult:
         if self._https is None:
+            from engine.aiohttp_fetcher import AiohttpFetcher  # here: importing aiohttp costs ~0.14 CPU-s a process
+
             self._https = AiohttpFetcher(self.settings)
         self._delegated += 1
         return await self._https.fetch(url, ip, headers)

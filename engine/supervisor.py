@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from engine.channel import EXIT_STORE_FULL, MANIFEST
 from engine.config import Config, describe
 from engine.control import ControlServer, token_for
 from engine.folder_lock import lock_folder
@@ -76,8 +77,6 @@ from store.errors import StoreFull, free_space, preallocate
 if TYPE_CHECKING:  # imported when a machine joins a crawl over several (they bring in nats)
     from engine.machines import Machines
 
-MANIFEST = "crawl.json"
-EXIT_STORE_FULL = 3  # exit status of an agent, and of ``crawl run``, stopped by a full disk (1: failed, 2: usage)
 RESERVE = "reserve"  # OUT/reserve: room set aside while the crawl runs, given back for stats.json on a full disk
 RESERVE_BYTES = 1 << 20
 MAX_RESTARTS = 5  # within RESTART_WINDOW seconds, per agent

@@ -34,7 +34,7 @@ from engine.ip_table import SharedIpTable
 from engine.link_exchange import Inbox, Outbox
 from engine.resume import InFlightSlots
 from engine.stats import write_json
-from engine.supervisor import MANIFEST
+from engine.channel import MANIFEST
 from frontier import snapshot
 from frontier.frontier import Frontier
 from frontier.settings import FrontierSettings

@@ -9,6 +9,8 @@ import counts, at the top of a module, inside a function or under ``if TYPE_CHEC
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -311,3 +313,12 @@ def test_every_module_says_what_it_is_for(package: str) -> None:
     for path in modules(package):
         if path.stat().st_size:
             assert ast.get_docstring(ast.parse(path.read_text())), f"{package}/{path.name} has no module docstring"
+
+
+def test_an_agent_process_loads_no_supervisor_web_client_nor_terminal_drawing() -> None:
+    """Every agent process pays for what it imports at its start (aiohttp ~0.14 CPU-s, rich ~0.04,
+    the supervisor with its control server more): an agent under a supervisor uses none of them."""
+    heavy = ("engine.supervisor", "engine.control", "aiohttp", "rich")
+    probe = f"import sys, engine.agent, engine.agent_process; print(*[m for m in {heavy!r} if m in sys.modules])"
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert loaded.stdout.split() == []
