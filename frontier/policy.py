@@ -85,8 +85,9 @@ which is wall-clock). It bypasses the sieve (which would drop a seen URL) and, o
 goes ahead of its host's backlog, still under host and IP politeness.
 
 **Finding policies.** A subclass with a ``name`` registers itself when its module is
-imported. Asked for a name not registered yet, :func:`build` and :func:`check` import every
-module of the :mod:`frontier.policies` package and every entry point of the
+imported. Asked for a name not registered yet, :func:`build` and :func:`check` import the module
+of :mod:`frontier.policies` named after it (``breadth-first``: ``breadth_first``), and if that does
+not register it, every module of the package and every entry point of the
 ``crawl.policies`` group (another package's ``[project.entry-points."crawl.policies"]``), so
 adding a policy takes one new module and no edit here or in the engine. Two modules may not
 register the same name. A learner that writes ``model`` keeps its pure core beside the policy
@@ -95,6 +96,7 @@ register the same name. A learner that writes ``model`` keeps its pure core besi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.metadata
@@ -245,6 +247,11 @@ def known() -> list[str]:
 
 def _policy_class(name: str) -> type[CrawlPolicy]:
     cls = _registry.get(name)
+    module = name.replace("-", "_")
+    if cls is None and module.isidentifier():  # the whole search imports numpy's users: ~0.1 CPU-s a process
+        with contextlib.suppress(ImportError):
+            importlib.import_module(f"frontier.policies.{module}")
+        cls = _registry.get(name)
     if cls is None:
         _search()
         cls = _registry.get(name)
