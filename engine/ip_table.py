@@ -23,9 +23,10 @@ Why these choices:
 * **The locks are spread over** :data:`LOCK_FILES` **files**, a slot's byte in file ``slot % LOCK_FILES``:
   the kernel keeps one list of record locks per file and walks it at every lock and unlock, and an
   agent holds a lock for every host on its todo ring or in flight. With all of them on one file a
-  lock and unlock cost 25 µs with 1,000 held by each of two agents and 119 µs with 3,000
-  (2.5 µs with none held); spread over 64 files, 2.1 and 3.7 µs. A profile of a two-agent crawl of
-  the 20,000-host web had put 3.9% of an agent's CPU in that walk (``posix_lock_inode``).
+  lease taken and given back cost 30 µs with 1,000 held by each of two agents and 159 µs with
+  3,000 (3.5 µs with none held); spread over 64 files, 4.1 and 5.5 µs (``bench/ip_lock_bench.py``).
+  A profile of a two-agent crawl of the 20,000-host web had put 3.7% of an agent's CPU in that
+  walk (``posix_lock_inode``).
 * **A busy slot is mostly seen, not locked**: the pid in the slot says another agent is
   fetching, which costs no system call; the lock is tried again once a second in case that
   agent died (profiling showed ``lockf`` polls at 5% of an agent's CPU otherwise).
@@ -33,8 +34,9 @@ Why these choices:
 Slot 0 holds the crawl's page counter, so that ``engine.max_pages`` is exact across agents.
 
 After the slots, one 4-byte counter per slot holds the hosts the agents' workbenches hold on
-the slot's IP (``add_host``, under a lock on the byte after the slot's fetch lock), so that the quality filter's hosts-per-IP feature counts the hosts of every
-agent, as ``crawl learn quality`` counts them in the WARC files, not the 1/N an agent owns.
+the slot's IP (``add_host``, under a lock on the byte after the slot's fetch lock), so that the
+quality filter's hosts-per-IP feature counts the hosts of every agent, as ``crawl learn quality``
+counts them in the WARC files, not the 1/N an agent owns.
 """
 
 from __future__ import annotations

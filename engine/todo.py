@@ -215,7 +215,7 @@ class TodoFiller:
                     busy[vs.ip or ""] = collections.deque((vs,))
             self.todo.reopen()
             deadline = frontier.next_deadline()
-            if busy:  # polled with one system call each: cheaper than handing them back and forth
+            if busy:  # polled, one look an IP: cheaper than handing them back and forth
                 deadline = min(deadline, now + BUSY_POLL) if deadline is not None else now + BUSY_POLL
             await crew.todo_alarm.wait(deadline)  # nothing is polite before it, unless woken
             if deadline is not None:
