@@ -199,36 +199,23 @@ class TodoFiller:
 
     async def run(self) -> None:
         crew, frontier = self.crew, self.crew.frontier
-        # hosts whose IP another agent is fetching from, by IP: one look at an IP's slot serves all its hosts
-        # (with two agents, one look at each waiting host was 1.7% of an agent's CPU on the 2,000-host web)
-        busy: dict[str, collections.deque[VisitState]] = {}
+        busy: list[VisitState] = []  # hosts whose IP another agent is fetching from
         while not crew.stopping:
             now = time.monotonic()
             if busy:
-                self._pass_on_busy(busy, now)
+                busy = [vs for vs in busy if not self._pass_on(vs, now)]
             while (vs := frontier.acquire(now)) is not None:
                 if not frontier.hand_out(vs, now):  # resolved again off the fetch path; its IP serves others meanwhile
                     self.resolve(vs)
-                elif vs.ip in busy:  # behind the hosts already waiting for that IP
-                    busy[vs.ip].append(vs)
                 elif not self._pass_on(vs, now):
-                    busy[vs.ip or ""] = collections.deque((vs,))
+                    busy.append(vs)
             self.todo.reopen()
             deadline = frontier.next_deadline()
-            if busy:  # polled, one look an IP: cheaper than handing them back and forth
+            if busy:  # polled with one system call each: cheaper than handing them back and forth
                 deadline = min(deadline, now + BUSY_POLL) if deadline is not None else now + BUSY_POLL
             await crew.todo_alarm.wait(deadline)  # nothing is polite before it, unless woken
             if deadline is not None:
                 self.politeness_wait.observe(time.monotonic() - now)
-
-    def _pass_on_busy(self, busy: dict[str, collections.deque[VisitState]], now: float) -> None:
-        """Pass on the waiting hosts of each IP in turn, until one finds the IP still busy (held by
-        another agent, or by this one for the host just passed on)."""
-        for ip, hosts in list(busy.items()):
-            while hosts and self._pass_on(hosts[0], now):
-                hosts.popleft()
-            if not hosts:
-                del busy[ip]
 
     def _pass_on(self, vs: VisitState, now: float) -> bool:
         """Give ``vs`` to the fetchers if the IP table lets it; False while its IP is busy with another agent."""
