@@ -204,7 +204,9 @@ class Machines:
 
     async def agreed(self) -> tuple[list[Member], list[str]]:
         """The members and the live machines the others agree on (waited for while they change, up to the
-        join timeout)."""
+        join timeout). A machine they name live whose entry has expired has left, and they have not seen
+        it yet (they look once a heartbeat): waited for too, or the newcomer would join with it live, see
+        it leave, and take its share over a second time."""
         deadline = time.monotonic() + self.config.join_timeout
         while True:
             view = await self.cluster.view()
@@ -212,7 +214,8 @@ class Machines:
                       if n != self.config.node and e.live and not e.stop}
             if len(agreed) == 1:
                 members, live = agreed.pop()
-                return list(members), list(live)
+                if all(n in view for n in live if n != self.config.node):
+                    return list(members), list(live)
             if time.monotonic() > deadline:
                 raise ClusterError(f"the machines of crawl {self.config.crawl_id!r} do not agree on who is live")
             await asyncio.sleep(HEARTBEAT)  # they change their rings at this pace
