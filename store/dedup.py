@@ -45,8 +45,9 @@ from store.errors import StoreFull, is_no_room, preallocate
 
 # Rows are appended in the order they come (``id``), and found through an index on ``key``:
 # keyed by ``key`` itself, the table's rows went to random pages, and a batch of 256 rows dirtied
-# some 256 pages of ~200-byte rows, each written whole to the WAL: 17.3 µs a row on a table of
-# 200,000, against 8.3 with the rows appended and the 16-byte index entries in random pages.
+# some 256 pages of ~200-byte rows, each written whole to the WAL: 23.6 µs a row on a table of
+# 200,000, against 14.0 with the rows appended and the 16-byte index entries in random pages
+# (``bench/dedup_table_bench.py``, the last tenth of the rows).
 # A table made before (``key INTEGER PRIMARY KEY``, no ``id``) is read and written as it is.
 _SCHEMA = """CREATE TABLE IF NOT EXISTS signatures (
     id INTEGER PRIMARY KEY,
