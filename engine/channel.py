@@ -59,19 +59,22 @@ class SupervisorChannel:
                 if steady != last or status["idle"] or loop.time() - sent_at >= QUIET_PERIOD:
                     self.tell({"status": status})
                     last, sent_at = steady, loop.time()
-                    await writer.drain()
+                    await self.drain()  # a reset is the reader's to notice
                 await asyncio.sleep(STATUS_PERIOD)  # a reporting period
 
         sender = asyncio.create_task(send_status())
         try:
-            while line := await reader.readline():
-                command = orjson.loads(line)
-                if command["cmd"] == "stop":
-                    self.stop(command.get("reason", "stopped"))
-                    continue
-                self.obey(command)
-                self.command_seq = command["seq"]
-                self.send_status()  # the supervisor waits for it
+            # a supervisor killed with status lines of ours unread resets the socket rather than closing it:
+            # gone all the same, or the agent would crawl on with nobody to stop it
+            with contextlib.suppress(ConnectionError):
+                while line := await reader.readline():
+                    command = orjson.loads(line)
+                    if command["cmd"] == "stop":
+                        self.stop(command.get("reason", "stopped"))
+                        continue
+                    self.obey(command)
+                    self.command_seq = command["seq"]
+                    self.send_status()  # the supervisor waits for it
             self.stop("supervisor gone")
         finally:
             sender.cancel()

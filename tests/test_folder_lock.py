@@ -32,9 +32,18 @@ def test_a_folder_is_held_by_one_process_and_freed_by_its_death(tmp_path: Path) 
 
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` still runs: an exited orphan stays a zombie (state Z, its files closed) until the
+    machine's init reaps it, which may take seconds or, with no init that reaps, forever."""
+    with contextlib.suppress(FileNotFoundError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return False
+
+
 def test_the_agents_hold_the_folder_until_they_are_gone(tmp_path: Path) -> None:
     """The supervisor killed alone, its agents stop cleanly (a last checkpoint): until they have, the
-    folder stays held, or a survivor adopting the machine would resume from files being written."""
+    folder stays held, or a survivor adopting the machine would resume from files being written. The demo
+    crawl's in-vitro web stops too, rather than serve on with nobody to crawl it."""
     out = tmp_path / "out"
     crawl = subprocess.Popen([sys.executable, "-m", "engine.cli", "run", "--out", str(out), "--processes", "2",
                               "--max-seconds", "120"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -44,10 +53,14 @@ def test_the_agents_hold_the_folder_until_they_are_gone(tmp_path: Path) -> None:
         agents = [int(pid) for pid in subprocess.run(["pgrep", "-P", str(crawl.pid), "-f", "engine.agent_process"],
                                                      capture_output=True, text=True).stdout.split()]
         assert len(agents) == 2, f"the crawl's agents: {agents}"
+        webs = [int(pid) for pid in subprocess.run(["pgrep", "-P", str(crawl.pid), "-f", "bench.invitro"],
+                                                   capture_output=True, text=True).stdout.split()]
+        assert len(webs) == 1, f"the demo crawl's in-vitro web: {webs}"
         crawl.send_signal(signal.SIGKILL)
         crawl.wait(30)
         assert lock_folder(out) is None, "the supervisor is dead but its agents live: the folder is still held"
-        assert wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in agents), 60), "the agents stop"
+        assert wait_until(lambda: not any(running(pid) for pid in agents), 60), "the agents stop"
+        assert wait_until(lambda: not running(webs[0]), 60), "the in-vitro web stops with the supervisor"
         assert lock_folder(out) is not None, "the supervisor and its agents gone, the folder is free"
     finally:
         with contextlib.suppress(ProcessLookupError):

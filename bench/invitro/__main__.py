@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--chunked", action="store_true", help="Transfer-Encoding: chunked bodies")
     serve.add_argument("--bandwidth", type=float, default=0.0, help="total bytes/s cap (0: none)")
     serve.add_argument("--idle-timeout", type=float, default=30.0, help="close idle connections after seconds")
+    serve.add_argument("--stop-at-stdin-end", action="store_true",
+                       help="stop as on SIGTERM once stdin ends (a parent holding a pipe to it died, even by kill -9)")
     out = parser.add_argument_group("output")
     out.add_argument("--log", type=Path, help="request log, JSON lines")
     out.add_argument("--ready-file", type=Path, help="JSON written when serving: port, ips, proxy, dns, seeds, …")
@@ -206,6 +208,12 @@ async def serve(args: argparse.Namespace, params: WebParams | None, social: Soci
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    if args.stop_at_stdin_end:
+        def read_stdin() -> None:
+            if not os.read(sys.stdin.fileno(), 4096):
+                loop.remove_reader(sys.stdin.fileno())
+                stop.set()
+        loop.add_reader(sys.stdin.fileno(), read_stdin)
     if args.ready_file:
         write_atomically(args.ready_file, orjson.dumps(web.ready_info(), option=orjson.OPT_INDENT_2))
     print("\n".join(describe(web)), flush=True)  # after the ready file: a reader of stdout may rely on it

@@ -17,12 +17,16 @@ import orjson
 
 
 def spawn(folder: Path, args: list[str], timeout: float = 60) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
-    """Start ``python -m bench.invitro ARGS --ready-file folder/ready.json``; return it and its ready info."""
+    """Start ``python -m bench.invitro ARGS --ready-file folder/ready.json``; return it and its ready info.
+
+    The child's stdin is a pipe this process holds open: it stops when this process ends, however.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     ready = folder / "ready.json"
     ready.unlink(missing_ok=True)
     child = subprocess.Popen(
-        [sys.executable, "-m", "bench.invitro", *args, "--ready-file", str(ready)], stdout=subprocess.DEVNULL
+        [sys.executable, "-m", "bench.invitro", *args, "--ready-file", str(ready), "--stop-at-stdin-end"],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + timeout
     while not ready.exists():
