@@ -57,7 +57,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from typing import TYPE_CHECKING
 
@@ -294,6 +294,28 @@ class Cluster:
         fields = {**asdict(self.entry), **state, "beat": self.entry.beat + 1}
         self.entry = Entry(**fields)
         await self._kv.put(self.entry.node, self.entry.encode())
+
+    async def renew(self) -> bool:
+        """Put this machine's entry, as a run of it before this one left it, again, on the condition that it
+        is still there (the put names its revision): whether it was. Either the entry never went, and no
+        machine can have seen this one leave (they look with a get of the key, :meth:`gone`), or it expired."""
+        from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+
+        assert self._kv is not None
+        try:
+            item = await self._kv.get(self.config.node)
+        except KeyNotFoundError:
+            return False
+        if not item.value or item.revision is None:
+            return False
+        old = Entry.decode(item.value)
+        entry = replace(old, beat=old.beat + 1, quiet=False)  # quiet: that run's, not yet this one's
+        try:
+            await self._kv.update(entry.node, entry.encode(), last=item.revision)
+        except KeyWrongLastSequenceError:
+            return False
+        self.entry = entry
+        return True
 
     async def view(self) -> dict[str, Entry]:
         """The live members' entries, by node."""

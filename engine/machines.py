@@ -162,7 +162,7 @@ class Machines:
         elif "members" in saved:
             self.members = [(n, agents) for n, agents in saved["members"]]
             live = saved.get("live")
-            if left_out(node, await cluster.view()):
+            if left_out(node, await self.settled_view()):
                 members, others = await self.agreed()
                 if members[:len(self.members)] == self.members:  # machines joined while it was away
                     self.members = members
@@ -209,7 +209,7 @@ class Machines:
         it leave, and take its share over a second time."""
         deadline = time.monotonic() + self.config.join_timeout
         while True:
-            view = await self.cluster.view()
+            view = await self.settled_view()
             agreed = {(tuple(e.members), tuple(e.live)) for n, e in view.items()
                       if n != self.config.node and e.live and not e.stop}
             if len(agreed) == 1:
@@ -219,6 +219,25 @@ class Machines:
             if time.monotonic() > deadline:
                 raise ClusterError(f"the machines of crawl {self.config.crawl_id!r} do not agree on who is live")
             await asyncio.sleep(HEARTBEAT)  # they change their rings at this pace
+
+    async def settled_view(self) -> dict[str, Entry]:
+        """The entries, once the others no longer name this machine live on the word of a run of it before
+        this one (killed, and resumed at once): its entry is put again if it has not expired yet, and they
+        rightly go on naming it live; expired, they are about to see it leave and take its hosts over, and
+        they are waited for (up to the join timeout). Read at once, a resumed newcomer would take their
+        stale word for its handoff, and a resumed member for its place, then find itself left out a
+        heartbeat later. Machines that adopt those gone leave none out: their word holds."""
+        node, deadline = self.config.node, time.monotonic() + self.config.join_timeout
+        while True:
+            view = await self.cluster.view()
+            named = any(node in e.live for n, e in view.items() if n != node and not e.stop)
+            if (not named or self.config.departure == "adopt" or self.cluster.entry.beat
+                    or await self.cluster.renew()):
+                return view
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the machines of crawl {self.config.crawl_id!r} name machine {node} live, "
+                                   "but it has no entry")
+            await asyncio.sleep(HEARTBEAT)  # they look at the entries at this pace
 
     async def run(self) -> None:
         """The bridge and the heartbeat, until cancelled; either failing stops the crawl, failed."""
