@@ -214,6 +214,28 @@ async def test_one_machine_at_a_time_holds_the_join_turn(server: str) -> None:
             await m.close()
 
 
+async def test_a_run_after_a_kill_puts_its_entry_again_only_if_it_never_expired(server: str) -> None:
+    """The entry a killed run left is put again by the next run if it is still there (the others rightly
+    name that machine live), with its state and the next beat number; once it is gone (expired: deleted
+    here), it is not: the others are about to see it leave."""
+    killed, resumed, other = (Cluster(config(server, "c"), 1), Cluster(config(server, "c"), 1),
+                              Cluster(config(server, "a"), 1))
+    for m in (killed, resumed, other):
+        await m.connect()
+    try:
+        await killed.beat(joining=True, members=[("a", 1), ("c", 1)], quiet=True)
+        assert await resumed.renew()
+        entry = (await other.view())["c"]
+        assert (entry.beat, entry.joining, entry.members, entry.quiet) == (2, True, [("a", 1), ("c", 1)], False)
+        assert resumed.entry == entry
+        await other.release("c")  # as the TTL would
+        assert not await resumed.renew(), "expired: not put again"
+        assert "c" not in await other.view()
+    finally:
+        for m in (killed, resumed, other):
+            await m.close()
+
+
 async def wait_for(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not predicate():
