@@ -76,6 +76,9 @@ class SupervisorChannel:
                     self.command_seq = command["seq"]
                     self.send_status()  # the supervisor waits for it
             self.stop("supervisor gone")
+        except Exception:  # nobody would stop this agent any more: it must not crawl on, unsupervised
+            self.stop("supervisor channel failed")
+            raise
         finally:
             sender.cancel()
 
