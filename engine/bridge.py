@@ -13,7 +13,8 @@ files only (``engine/link_exchange.py``), whatever the broker does:
 * **In.** For each local agent, a durable pull consumer on its subject; a message's frames are
   appended to the agent's inbox spool from sender :data:`~engine.link_exchange.BRIDGE`
   (``OUT/links/999-III``) and fsynced, and only then acknowledged: a crash before that gets the
-  message again, one after finds it on disk, where the agent's checkpointed read position covers it.
+  message again (at once: the next run makes the consumer anew, :meth:`Bridge.take`), one after
+  finds it on disk, where the agent's checkpointed read position covers it.
 
 For the end check (``engine/cluster.py``) the bridge reports positions, not counts, so that a
 crash repeats nothing that matters: for each remote spool, where it has been published to
@@ -26,10 +27,12 @@ position; a sender that lost its saved positions publishes again up to where it 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import nats.errors
+import nats.js.errors
 import orjson
 from nats.js import JetStreamContext
 
@@ -135,9 +138,17 @@ class Bridge:
         return published
 
     async def take(self, agent: int) -> None:
-        """Append the links sent to local agent ``agent`` to its inbox spool, then acknowledge them."""
-        sub = await self.js.pull_subscribe(subject(self.crawl_id, self.node, agent), durable=f"{self.node}-{agent}",
-                                           stream=stream_name(self.crawl_id))
+        """Append the links sent to local agent ``agent`` to its inbox spool, then acknowledge them. The durable
+        consumer is made anew first: messages it delivered to a supervisor of this machine before this one
+        (killed, or stopped with a pull outstanding) that never acknowledged them would come again only
+        after the consumer's ack wait (30 s), maybe after the end check saw their spools taken in (a later
+        message of the same spool moves ``received`` past them): links lost, a host handed on with its
+        queued URLs among them. A new consumer delivers at once what the work queue still holds, those
+        included; only the supervisor that holds this machine's folder reads its subjects."""
+        durable, stream = f"{self.node}-{agent}", stream_name(self.crawl_id)
+        with contextlib.suppress(nats.js.errors.NotFoundError):  # the first run of this machine: none yet
+            await self.js.delete_consumer(stream, durable)
+        sub = await self.js.pull_subscribe(subject(self.crawl_id, self.node, agent), durable=durable, stream=stream)
         while True:
             try:
                 batch = await sub.fetch(FETCH, timeout=1.0)

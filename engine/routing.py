@@ -300,9 +300,13 @@ class LinkRouter:
         self.crew.frontier.add_revisits(Revisit(url, 0.0) for url in again)
 
     def handed_state(self) -> dict[str, Any]:
-        """What the checkpoint keeps of the hand-offs."""
+        """What the checkpoint keeps of the hand-offs, and the links held: the inbox positions in the same
+        checkpoint are past them, so a restart would read them no more (a newcomer killed, or adopted and
+        handed back, before its ring took it in: the queued URLs of a host handed to it by its IP among them)."""
+        held = [(parent, links, None if contexts is None else [(c.tag, c.tag_path, c.anchor_text) for c in contexts])
+                for parent, links, contexts in self.held]
         return {"handed": self.handed_to, "taken": sorted(self.taken), "handed_urls": self.handed_urls,
-                "given": self.given, "stored_urls": self.stored_urls}
+                "given": self.given, "stored_urls": self.stored_urls, "held": held}
 
     def restore_handed(self, state: dict[str, Any]) -> None:
         self.handed_to.update(state.get("handed", {}))
@@ -311,6 +315,8 @@ class LinkRouter:
         self.taken.update(state.get("taken", ()))
         self.handed_urls.update(state.get("handed_urls", {}))
         self.stored_urls.update(state.get("stored_urls", {}))
+        for parent, links, contexts in state.get("held", ()):  # routed at the ring the supervisor gives at the start
+            self._hold(parent, links, [LinkContext(*c) for c in contexts] if contexts is not None else None)
 
     def handed_away(self, live: Sequence[str]) -> bool:
         """Whether this agent handed a host to a machine not among ``live``, or gave up one that comes

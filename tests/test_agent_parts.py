@@ -10,15 +10,19 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.ip_table import BUSY, LOCK_FILES, PROBE_EVERY, SharedIpTable
 from engine.link_exchange import Inbox, Outbox, spool_dir
 from engine.ownership import HashRing
+from engine.routing import LinkRouter
 from engine.sdnotify import Notifier
 from frontier.page import LinkContext
+from frontier.policy import CrawlPolicy
 
 # -- ownership ------------------------------------------------------------------------------------
 
@@ -102,6 +106,26 @@ def test_link_contexts_travel_with_their_links(tmp_path: Path) -> None:
     outbox.add(0, "http://a.test/", ["http://b.test/1", "http://b.test/2"], contexts)
     outbox.flush()
     assert Inbox(tmp_path, 0, 2).poll() == [("http://a.test/", ["http://b.test/1", "http://b.test/2"], contexts)]
+
+
+def test_links_held_for_hosts_not_owned_yet_outlive_a_checkpoint(tmp_path: Path) -> None:
+    """Links that came for a host this agent does not own yet (from an agent on a newer ring: a newcomer not
+    yet handed its share) are held; the checkpoint commits the inbox positions past them, so it keeps them
+    too, or a restart (the newcomer killed, or adopted and handed back) would never see them again."""
+    def router() -> LinkRouter:
+        crew = SimpleNamespace(config=SimpleNamespace(cluster=SimpleNamespace(departure="adopt"), credentials=[]),
+                               frontier=SimpleNamespace(policy=CrawlPolicy(None, None),
+                                                        distributor=SimpleNamespace(handed_off=set())))
+        return LinkRouter(crew, tmp_path / "links", 0, 1)  # type: ignore[arg-type]
+
+    held = [("handed a,b,c ", ["http://h1.test/queued"], None),
+            ("http://h2.test/", ["http://h3.test/"], [LinkContext("a", "html/body/a", "three")])]
+    before = router()
+    for parent, links, contexts in held:
+        before._hold(parent, links, contexts)
+    restarted = router()
+    restarted.restore_handed(orjson.loads(orjson.dumps(before.handed_state())))  # as the checkpoint stores it
+    assert restarted.held == held
 
 
 # -- the IP table ----------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 
 from engine.bridge import Bridge
 from engine.cluster import (TURN, Cluster, ClusterError, Entry, adopt_key, crawl_over, left_out, machines, newcomer,
-                            note_beats, rejoining, running, stream_name)
+                            note_beats, rejoining, running, stream_name, subject)
 from engine.config import ClusterConfig
 from engine.link_exchange import BRIDGE, Inbox, Outbox
 from engine.ownership import GlobalRing
@@ -286,6 +286,41 @@ async def test_links_cross_machines_through_the_stream_and_are_acknowledged_once
         receiving.cancel()
         await asyncio.gather(receiving, return_exceptions=True)
         for m in machines.values():
+            await m.close()
+
+
+async def test_a_restarted_bridge_gets_at_once_what_its_killed_run_was_delivered_and_never_wrote(server: str,
+                                                                                                  tmp_path: Path) -> None:
+    """b's supervisor was killed with a message delivered (its consumer waits for the acknowledgement) and not
+    yet on disk; its next run takes it in at once, not after the consumer's ack wait (30 s): the crawl could
+    be over by then, since a later message of the same spool shows it taken in."""
+    ring = GlobalRing(MEMBERS)
+    to_b = ring.index(("b", 0))
+    a, b, killed = Cluster(config(server, "a"), 1), Cluster(config(server, "b"), 1), Cluster(config(server, "b"), 1)
+    for m in (a, b, killed):
+        await m.connect()
+    out = {n: tmp_path / n for n in "ab"}
+    sender = Bridge(a.js, out["a"], "t1", "a", 1, ring)
+    outbox = Outbox(out["a"] / "remote", 0, [to_b])
+    outbox.add(to_b, "handed a,b ", ["http://h1.test/queued"])
+    outbox.flush()
+    assert await sender.send_once()
+    sub = await killed.js.pull_subscribe(subject("t1", "b", 0), durable="b-0", stream=stream_name("t1"))
+    assert len(await sub.fetch(1, timeout=5.0)) == 1  # delivered, never acknowledged: then the kill
+    await killed.close()
+    receiver = Bridge(b.js, out["b"], "t1", "b", 1, ring)
+    receiving = asyncio.create_task(receiver.run())
+    try:
+        inbox = Inbox(out["b"] / "links", 0, [BRIDGE])
+        got: list[str] = []
+        await wait_for(lambda: got.extend(u for _, batch, _ in inbox.poll() for u in batch) or bool(got), timeout=10.0)
+        assert got == ["http://h1.test/queued"]
+    finally:
+        receiving.cancel()
+        await asyncio.gather(receiving, return_exceptions=True)
+        sender.writer.close()
+        outbox.close()
+        for m in (a, b):
             await m.close()
 
 
