@@ -93,7 +93,14 @@ def frames(data: bytes) -> tuple[list[bytes], int]:
     return records, pos
 
 
-def _batch(payload: bytes) -> Batch:
+def encode_batch(parent: str, links: Sequence[str], contexts: Sequence[LinkContext] | None) -> bytes:
+    """A batch as a frame's payload: JSON, the contexts (when there are) as tuples."""
+    if contexts is None:
+        return orjson.dumps((parent, links))
+    return orjson.dumps((parent, links, [(c.tag, c.tag_path, c.anchor_text) for c in contexts]))
+
+
+def decode_batch(payload: bytes) -> Batch:
     parent, links, *contexts = orjson.loads(payload)
     return parent, links, [LinkContext(*c) for c in contexts[0]] if contexts else None
 
@@ -141,12 +148,8 @@ class Outbox:
 
     def add(self, receiver: int, parent: str, links: Sequence[str],
             contexts: Sequence[LinkContext] | None = None) -> None:
-        if contexts is None:
-            payload = orjson.dumps((parent, links))
-        else:
-            payload = orjson.dumps((parent, links, [(c.tag, c.tag_path, c.anchor_text) for c in contexts]))
         self.links_sent += len(links)
-        self.send(receiver, payload)
+        self.send(receiver, encode_batch(parent, links, contexts))
 
     def send(self, receiver: int, payload: bytes) -> None:
         """Buffer one frame of any ``payload`` for ``receiver`` (the policy's messages use this)."""
@@ -219,7 +222,7 @@ class Inbox:
 
     def poll(self, max_bytes: int = READ_CHUNK) -> list[Batch]:
         """Every complete batch of links past the read positions (up to about ``max_bytes`` per sender)."""
-        out = [_batch(payload) for _, payload in self.payloads(max_bytes)]
+        out = [decode_batch(payload) for _, payload in self.payloads(max_bytes)]
         self.links_received += sum(len(links) for _, links, _ in out)
         return out
 

@@ -23,7 +23,7 @@ from typing import Any
 from engine.credentials import pinned_hosts
 from engine.crew import Crew
 from engine.doorbell import Doorbell, bell_path
-from engine.link_exchange import BRIDGE, Inbox, Outbox, Position, peers
+from engine.link_exchange import BRIDGE, Inbox, Outbox, Position, decode_batch, encode_batch, peers
 from engine.ownership import GlobalRing, HashRing, Member
 from frontier.page import LinkContext
 from frontier.policy import CrawlPolicy, Revisit
@@ -303,10 +303,9 @@ class LinkRouter:
         """What the checkpoint keeps of the hand-offs, and the links held: the inbox positions in the same
         checkpoint are past them, so a restart would read them no more (a newcomer killed, or adopted and
         handed back, before its ring took it in: the queued URLs of a host handed to it by its IP among them)."""
-        held = [(parent, links, None if contexts is None else [(c.tag, c.tag_path, c.anchor_text) for c in contexts])
-                for parent, links, contexts in self.held]
         return {"handed": self.handed_to, "taken": sorted(self.taken), "handed_urls": self.handed_urls,
-                "given": self.given, "stored_urls": self.stored_urls, "held": held}
+                "given": self.given, "stored_urls": self.stored_urls,
+                "held": [encode_batch(*batch).decode() for batch in self.held]}
 
     def restore_handed(self, state: dict[str, Any]) -> None:
         self.handed_to.update(state.get("handed", {}))
@@ -315,8 +314,8 @@ class LinkRouter:
         self.taken.update(state.get("taken", ()))
         self.handed_urls.update(state.get("handed_urls", {}))
         self.stored_urls.update(state.get("stored_urls", {}))
-        for parent, links, contexts in state.get("held", ()):  # routed at the ring the supervisor gives at the start
-            self._hold(parent, links, [LinkContext(*c) for c in contexts] if contexts is not None else None)
+        for payload in state.get("held", ()):  # routed at the ring the supervisor gives at the start
+            self._hold(*decode_batch(payload.encode()))
 
     def handed_away(self, live: Sequence[str]) -> bool:
         """Whether this agent handed a host to a machine not among ``live``, or gave up one that comes
