@@ -312,9 +312,14 @@ class Machines:
         s, node, fence = self.supervisor, self.config.node, self.config.ttl / 2
         before: dict[str, Entry] = {}
         while True:
-            try:  # fenced: past half the TTL without a beat, the others may soon take this machine's hosts
-                await asyncio.wait_for(self.beat(), fence)
-                view = await asyncio.wait_for(self.cluster.view(), fence)
+            # fenced: past half the TTL without a beat, the others may soon take this machine's hosts. Not
+            # asyncio.wait_for: on Python 3.11 it loses a cancellation that comes as its awaitable ends, and
+            # this loop, cancelled at the crawl's end, then beat on and kept the supervisor from exiting
+            try:
+                async with asyncio.timeout(fence):
+                    await self.beat()
+                async with asyncio.timeout(fence):
+                    view = await self.cluster.view()
             except TimeoutError:
                 if not s.stopping:  # a crawl stopping anyway (its agents finishing) is not cut off
                     s.failed = True

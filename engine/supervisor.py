@@ -465,7 +465,8 @@ class Supervisor:
         while not all(applied(a) for a in self.agents) and time.monotonic() < deadline:
             self.heard.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.heard.wait(), deadline - time.monotonic())
+                async with asyncio.timeout(deadline - time.monotonic()):
+                    await self.heard.wait()  # not wait_for, which may lose a cancellation (engine/machines.py)
 
     async def pause(self) -> None:
         self.paused = True
