@@ -313,7 +313,7 @@ class Machines:
         before: dict[str, Entry] = {}
         while True:
             # fenced: past half the TTL without a beat, the others may soon take this machine's hosts. Not
-            # asyncio.wait_for: on Python 3.11 it loses a cancellation that comes as its awaitable ends, and
+            # asyncio.wait_for: before 3.12 it loses a cancellation that comes as its awaitable ends (CPython #86296), and
             # this loop, cancelled at the crawl's end, then beat on and kept the supervisor from exiting
             try:
                 async with asyncio.timeout(fence):
