@@ -49,7 +49,7 @@ from engine.robots import RobotsRules
 from engine.stats import cpu_seconds
 from engine.parts import build_archive
 from store.cdxj import mime_of
-from store.warc import Exchange
+from store.warc import Exchange, is_compressed
 
 
 async def _each(items: Sequence[Any], workers: int, work: Callable[[Any], Awaitable[None]]) -> None:
@@ -103,8 +103,10 @@ async def one_round(info: dict[str, Any], hosts: list[str], workers: int, out: P
     archive = build_archive(config, out, "cost")
     cpu = cpu_seconds()
     for r in robots:
-        exchange = Exchange(r.url, r.ip, r.fetched_at, r.request_head, r.response_head, r.body, r.truncated)
-        archive.store(exchange, status=r.status, mime=mime_of(r.headers.get("content-type")))
+        mime = mime_of(r.headers.get("content-type"))
+        compressed = is_compressed(r.headers.get("content-encoding"), mime)
+        exchange = Exchange(r.url, r.ip, r.fetched_at, r.request_head, r.response_head, r.body, r.truncated, compressed)
+        archive.store(exchange, status=r.status, mime=mime)
     figures["robots.txt records"] = 1e6 * (cpu_seconds() - cpu) / n
     archive.close()
     figures["fetched"] = len(robots) / n

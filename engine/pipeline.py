@@ -54,7 +54,7 @@ from frontier.page import FetchedPage, LinkContext
 from store.archive import Archive, Check
 from store.cdxj import mime_of
 from store.errors import StoreFull
-from store.warc import Exchange
+from store.warc import Exchange, is_compressed
 
 REDIRECTS = frozenset((301, 302, 303, 307, 308))
 
@@ -118,6 +118,7 @@ class Pipeline:
 
         A near-duplicate the archive skips (``store.near_duplicates = "skip"``) counts as received, not stored.
         """
+        mime = mime_of(result.headers.get("content-type"))
         exchange = Exchange(
             result.url,
             result.ip if result.ip and is_ip(result.ip) else None,
@@ -126,10 +127,11 @@ class Pipeline:
             result.response_head,
             result.body,
             result.truncated,
+            is_compressed(result.headers.get("content-encoding"), mime),
         )
         try:
             capture = self.store.store(
-                exchange, status=result.status, mime=mime_of(result.headers.get("content-type")), check=check, page=page,
+                exchange, status=result.status, mime=mime, check=check, page=page,
                 links=links, redirect=redirect, fetch_seconds=result.ended - result.started if page else None,
                 payload_truncated=payload_truncated,
             )

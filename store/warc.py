@@ -47,6 +47,7 @@ import io
 import os
 import re
 import random
+import struct
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -84,6 +85,24 @@ class Exchange:
     response_head: bytes  # status line, header lines and the blank line
     body: bytes  # de-chunked, content-coding kept: the payload
     truncated: str | None = None  # WARC-Truncated reason ("length") when the body was cut
+    compressed: bool = False  # the body is compressed already (see ``is_compressed``): its record stores it as it is
+
+
+# Media types whose bytes deflate gains nothing on: compressed images, archives (audio and video are
+# left out: WAV and raw formats deflate well, and a crawl of pages rarely stores either)
+_COMPRESSED_TYPES = frozenset((
+    "image/jpeg", "image/png", "image/gif", "image/webp", "image/avif", "image/heic",
+    "application/zip", "application/gzip", "application/x-gzip", "application/zstd", "application/x-xz",
+    "application/x-bzip2", "application/x-7z-compressed", "application/vnd.rar",
+))  # fmt: skip
+
+
+def is_compressed(content_coding: str | None, mime: str) -> bool:
+    """Whether a response body is compressed already: a content-coding other than ``identity``, or a
+    compressed media type (``mime`` lower-case, without parameters)."""
+    if content_coding and content_coding.strip().lower() != "identity":
+        return True
+    return mime in _COMPRESSED_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +184,44 @@ def _compressor(level: int) -> Callable[[bytes], bytes]:
     return functools.partial(zlib.compress, level=level, wbits=_GZIP)
 
 
+def _head_deflater(level: int) -> Callable[[bytes], bytes]:
+    """Raw deflate of the start of a member, ending on a byte boundary in a block that is not the last."""
+    new = functools.partial(isal_zlib.compressobj, level, isal_zlib.DEFLATED, -15) if 1 <= level <= 3 \
+        else functools.partial(zlib.compressobj, level, zlib.DEFLATED, -15)
+
+    def deflate(data: bytes) -> bytes:
+        compressor = new()
+        return compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
+
+    return deflate
+
+
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name nor time, OS unknown (as ISA-L writes it)
+_STORED_MAX = 0xFFFF  # bytes of a stored block at most
+_RECORD_END = b"\r\n\r\n"
+_LAST_EMPTY_BLOCK = b"\x01\x00\x00\xff\xff"  # BFINAL, stored, length 0 and its complement
+
+
+def stored_tail_member(deflate_head: Callable[[bytes], bytes], head: bytes, tail: Sequence[bytes]) -> bytes:
+    """One gzip member of ``head`` and the ``tail`` parts after it: ``head`` deflated, the tail in
+    stored blocks (RFC 1951 §3.2.4), then an empty last block.
+
+    For a block whose payload is compressed already (a gzip content-coding, a JPEG): deflating it
+    again costs more CPU than the rest of the record's writing and gains nothing, while the WARC
+    fields and the HTTP head before it still shrink to a fifth.
+    """
+    crc, size = isal_zlib.crc32(head), len(head)
+    parts: list[bytes | memoryview] = [_GZIP_HEADER, deflate_head(head)]
+    for data in tail:
+        crc, size = isal_zlib.crc32(data, crc), size + len(data)
+        view = memoryview(data)
+        for at in range(0, len(data), _STORED_MAX):
+            chunk = view[at : at + _STORED_MAX]
+            parts += (struct.pack("<BHH", 0, len(chunk), len(chunk) ^ 0xFFFF), chunk)
+    parts += (_LAST_EMPTY_BLOCK, struct.pack("<II", crc, size & 0xFFFFFFFF))
+    return b"".join(parts)
+
+
 def payload_digest(body: bytes) -> str:
     """``sha1:`` and the base32 SHA-1 of ``body``: the form of WARC-Block/Payload-Digest."""
     return _digest(body)
@@ -216,10 +273,14 @@ def warc_fields(fields: Sequence[tuple[str, str]]) -> bytes:
     return "".join(f"{name}: {_field_value(value)}\r\n" for name, value in fields).encode("utf-8", "replace")
 
 
+def _record_front(head: str, length: int) -> bytes:
+    """The start of a record: version line and fields (``head``), its length, the blank line."""
+    return f"WARC/1.1\r\n{head}Content-Length: {length}\r\n\r\n".encode()
+
+
 def _record(head: str, block_parts: tuple[bytes, ...]) -> bytes:
     """A whole record: version line and fields (``head``), the blank line, the block, two CRLFs."""
-    length = sum(len(p) for p in block_parts)
-    return b"".join((f"WARC/1.1\r\n{head}Content-Length: {length}\r\n\r\n".encode(), *block_parts, b"\r\n\r\n"))
+    return b"".join((_record_front(head, sum(len(p) for p in block_parts)), *block_parts, _RECORD_END))
 
 
 class WarcStore:
@@ -239,6 +300,7 @@ class WarcStore:
         self.max_file_bytes = max_file_bytes
         self.info = dict(info)
         self._compress = _compressor(gzip_level)
+        self._deflate_head = _head_deflater(gzip_level)
         self.name_pattern = re.compile(re.escape(prefix) + r"-\d{14}-(\d{5,})\.warc\.gz")
         self._out: io.FileIO | None = None
         self._name = ""  # finished name of the open file
@@ -297,15 +359,21 @@ class WarcStore:
                 + (f"WARC-Refers-To-Date: {revisit.date}\r\n" if revisit.date else "")
                 + f"WARC-Profile: {revisit.profile}\r\n"
             )
-        response = _record(
+        response_fields = (
             f"WARC-Type: {kind}\r\nWARC-Record-ID: {response_id}\r\n{common}"
             f"WARC-Concurrent-To: {request_id}\r\n"
             "Content-Type: application/http;msgtype=response\r\n"
-            f"WARC-Block-Digest: {_digest(*block)}\r\nWARC-Payload-Digest: {digest}\r\n{extra}",
-            block,
+            f"WARC-Block-Digest: {_digest(*block)}\r\nWARC-Payload-Digest: {digest}\r\n{extra}"
         )
-        members = [self._compress(request), self._compress(response)]
-        uncompressed = len(request) + len(response)
+        if revisit is None and e.compressed and e.body:
+            front = _record_front(response_fields, len(e.response_head) + len(e.body)) + e.response_head
+            response_member = stored_tail_member(self._deflate_head, front, (e.body, _RECORD_END))
+            response_bytes = len(front) + len(e.body) + len(_RECORD_END)
+        else:
+            response = _record(response_fields, block)
+            response_member, response_bytes = self._compress(response), len(response)
+        members = [self._compress(request), response_member]
+        uncompressed = len(request) + response_bytes
         if metadata:
             fields = warc_fields(metadata)
             record = _record(

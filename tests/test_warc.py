@@ -7,6 +7,7 @@ import base64
 import gzip
 import hashlib
 import io
+import random
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
 
 from store.errors import StoreFull
-from store.warc import PROFILE_IDENTICAL, Capture, Exchange, Revisit, WarcStore, repair_torn_tail, warc_date
+from store.warc import PROFILE_IDENTICAL, Capture, Exchange, Revisit, WarcStore, is_compressed, repair_torn_tail, warc_date
 
 INFO = {"software": "crawl/test", "format": "WARC File Format 1.1", "hostname": "test-host", "operator": "tests"}
 REQUEST = b"GET /page.html HTTP/1.1\r\nHost: example.test\r\nUser-Agent: crawl/test\r\n\r\n"
@@ -153,19 +154,46 @@ def test_every_gzip_level_reads_back(tmp_path: Path, level: int) -> None:
     assert [t for _, t, _ in records(finished(tmp_path)[0])] == ["warcinfo", "request", "response"]
 
 
+@pytest.mark.parametrize("level", [0, 1, 3, 6])
+@pytest.mark.parametrize("size", [1, 5_000, 65_535, 65_536, 200_000])
+def test_a_compressed_body_is_stored_as_it_is_and_reads_back(tmp_path: Path, level: int, size: int) -> None:
+    body = zlib.compress(random.Random(size).randbytes(size), 1, 31)[:size]  # bytes deflate cannot shrink
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n\r\n"
+    with WarcStore(tmp_path, info=INFO, gzip_level=level) as warc:
+        capture = store_page(warc, response_head=head, body=body, compressed=True)
+        plain = store_page(warc, 1, response_head=head, body=body)
+    data = finished(tmp_path)[0].read_bytes()
+    [(headers, rec_type, block)] = records_of_bytes(data[capture.offset : capture.offset + capture.length])
+    assert rec_type == "response" and block == head + body
+    assert headers.get_header("WARC-Payload-Digest") == sha1_b32(body)
+    member = data[capture.offset : capture.offset + capture.length]
+    assert body[: 0xFFFF] in member  # stored, not deflated again
+    # the record's fields and HTTP head are deflated: the member is at most its blocks' framing (~20 bytes) longer
+    assert capture.length <= plain.length + 32
+
+
+@pytest.mark.parametrize(("coding", "mime", "expected"), [
+    ("gzip", "text/html", True), ("br", "text/html", True), (" Identity ", "text/html", False),
+    (None, "text/html", False), ("", "image/jpeg", True), (None, "image/svg+xml", False), (None, "application/pdf", False),
+])  # fmt: skip
+def test_what_counts_as_compressed_already(coding: str | None, mime: str, expected: bool) -> None:
+    assert is_compressed(coding, mime) is expected
+
+
 @pytest.mark.skipif(shutil.which("warcio", path=str(Path(sys.executable).parent)) is None, reason="no warcio CLI")
 def test_warcio_check_and_index_accept_the_file(tmp_path: Path) -> None:
     with WarcStore(tmp_path, info=INFO) as warc:
         for n in range(3):
             store_page(warc, n)
         store_page(warc, 9, response_head=b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", body=b"")
+        store_page(warc, 10, response_head=RESPONSE, body=gzip.compress(BODY), compressed=True)
     warcio = str(Path(sys.executable).parent / "warcio")
     [path] = finished(tmp_path)
     check = subprocess.run([warcio, "check", "-v", str(path)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert check.stdout.count("digest pass") == 9
+    assert check.stdout.count("digest pass") == 11
     index = subprocess.run([warcio, "index", str(path)], capture_output=True, text=True, check=True)
-    assert len(index.stdout.splitlines()) == 9
+    assert len(index.stdout.splitlines()) == 11
 
 
 # -- files: naming, .open, rotation ------------------------------------------------------------
