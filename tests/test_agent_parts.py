@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from engine.ip_table import BUSY, LOCK_FILES, PROBE_EVERY, SharedIpTable
 from engine.link_exchange import Inbox, Outbox, spool_dir
 from engine.ownership import HashRing
-from engine.routing import LinkRouter
+from engine.routing import HANDED, LinkRouter
 from engine.sdnotify import Notifier
 from frontier.page import LinkContext
 from frontier.policy import CrawlPolicy
@@ -118,7 +118,7 @@ def test_links_held_for_hosts_not_owned_yet_outlive_a_checkpoint(tmp_path: Path)
                                                         distributor=SimpleNamespace(handed_off=set())))
         return LinkRouter(crew, tmp_path / "links", 0, 1)  # type: ignore[arg-type]
 
-    held = [("handed a,b,c ", ["http://h1.test/queued"], None),
+    held = [(f"{HANDED}a,b,c ", ["http://h1.test/queued"], None),
             ("http://h2.test/", ["http://h3.test/"], [LinkContext("a", "html/body/a", "three")])]
     before = router()
     for parent, links, contexts in held:

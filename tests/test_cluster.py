@@ -20,6 +20,7 @@ from engine.cluster import (TURN, Cluster, ClusterError, Entry, adopt_key, crawl
 from engine.config import ClusterConfig
 from engine.link_exchange import BRIDGE, Inbox, Outbox
 from engine.ownership import GlobalRing
+from engine.routing import HANDED
 from tests.nats_server import nats_server
 
 MEMBERS = [("a", 1), ("b", 1)]
@@ -302,7 +303,7 @@ async def test_a_restarted_bridge_gets_at_once_what_its_killed_run_was_delivered
     out = {n: tmp_path / n for n in "ab"}
     sender = Bridge(a.js, out["a"], "t1", "a", 1, ring)
     outbox = Outbox(out["a"] / "remote", 0, [to_b])
-    outbox.add(to_b, "handed a,b ", ["http://h1.test/queued"])
+    outbox.add(to_b, f"{HANDED}a,b ", ["http://h1.test/queued"])
     outbox.flush()
     assert await sender.send_once()
     sub = await killed.js.pull_subscribe(subject("t1", "b", 0), durable="b-0", stream=stream_name("t1"))
