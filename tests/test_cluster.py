@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -19,6 +20,7 @@ from engine.cluster import (TURN, Cluster, ClusterError, Entry, adopt_key, crawl
                             note_beats, rejoining, running, stream_name, subject)
 from engine.config import ClusterConfig
 from engine.link_exchange import BRIDGE, Inbox, Outbox
+from engine.machines import Machines
 from engine.ownership import GlobalRing
 from engine.routing import HANDED
 from tests.nats_server import nats_server
@@ -55,6 +57,33 @@ async def test_machines_wait_for_each_other_and_see_the_same_members(server: str
     finally:
         await a.close()
         await b.close()
+
+
+async def test_the_heartbeat_loop_ends_when_cancelled_as_a_beat_is_put(server: str) -> None:
+    """The supervisor cancels the heartbeat loop at the crawl's end; cancelled just as a beat is put, the loop
+    ends. With ``asyncio.wait_for`` around the beat it did not before Python 3.12 (CPython #86296): the beat's
+    result came back, the cancellation was lost, and a supervisor beat on for 16 minutes after its crawl."""
+    supervisor = SimpleNamespace(config=SimpleNamespace(cluster=config(server, "a")), stopping=True)
+    machines = Machines(supervisor, 1)  # type: ignore[arg-type]
+    machines.ring = GlobalRing([("a", 1)])
+    await machines.cluster.connect()
+    beats = 0
+
+    async def beat_then_cancelled() -> None:
+        nonlocal beats
+        await machines.cluster.beat()
+        beats += 1
+        heartbeat.cancel()  # the crawl ends as the entry is put
+
+    machines.beat = beat_then_cancelled  # type: ignore[method-assign]
+    heartbeat = asyncio.create_task(machines.beat_loop())
+    try:
+        done, _ = await asyncio.wait({heartbeat}, timeout=10)
+        assert heartbeat in done and heartbeat.cancelled()
+        assert beats == 1
+    finally:
+        heartbeat.cancel()
+        await machines.cluster.close()
 
 
 async def test_views_leave_no_consumer_on_the_server(server: str) -> None:
