@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.smoke:
         args.pages, args.hosts, args.runs = 300, 50, 1
     heap.collect_less_often()  # as an agent process does (engine/agent_process.py)
+    heap.keep_buffers_out_of_the_heap()
     at_start = machine()
     runs = []
     for i in range(args.runs):
