@@ -263,7 +263,7 @@ class LinkRouter:
         again past the sieve (the skip set drops those stored meanwhile)."""
         distributor = self.crew.frontier.distributor
         distributor.handed_off.discard(authority)
-        distributor.host_to_visit_state.pop(authority, None)  # purged
+        distributor.drop_purged(authority)
         return self.given.pop(authority)
 
     def _forward(self, urls: list[str]) -> None:
@@ -296,7 +296,7 @@ class LinkRouter:
             else:
                 vs = distributor.host_to_visit_state.get(authority)
                 if vs is not None and vs.phase is Phase.PURGED:
-                    del distributor.host_to_visit_state[authority]
+                    distributor.drop_purged(authority)
         self.crew.frontier.add_revisits(Revisit(url, 0.0) for url in again)
 
     def handed_state(self) -> dict[str, Any]:
@@ -356,7 +356,7 @@ class LinkRouter:
         for authority in back:
             del self.handed_to[authority]
             distributor.handed_off.discard(authority)
-            distributor.host_to_visit_state.pop(authority, None)  # purged: a URL of it makes a new one
+            distributor.drop_purged(authority)  # a URL of it makes a new one
             urls += self.handed_urls.pop(authority, [])
         revived = [a for a in self.given if a not in given_up and self.owner(a) == self.index]
         for authority in revived:

@@ -312,6 +312,14 @@ class Distributor:
         if not vs.backlog_in_memory:
             self.emptied(vs)
 
+    def drop_purged(self, scheme_authority: str) -> None:
+        """Forget the purged visit state of a host that comes back to this agent (a URL of it makes a new one),
+        but not when the host may be fetched next: the new visit state waits for that, as its first fetch
+        may come right after this agent's last (a host given up and taken back within its delay)."""
+        vs = self.host_to_visit_state.pop(scheme_authority, None)
+        if vs is not None and vs.next_fetch > self.first_fetch.get(scheme_authority, 0.0):
+            self.first_fetch[scheme_authority] = vs.next_fetch
+
     def _new(self, scheme_authority: str) -> VisitState:
         self._next_id += 1
         vs = VisitState(self._next_id, scheme_authority, self.host_delay, ranked=self.ranked)

@@ -128,6 +128,30 @@ def test_links_held_for_hosts_not_owned_yet_outlive_a_checkpoint(tmp_path: Path)
     assert restarted.held == held
 
 
+def test_a_host_given_up_and_taken_back_within_its_delay_waits_for_it(tmp_path: Path) -> None:
+    """A host this agent gives up (a machine joined and owns it now) and takes back at once (handed back by
+    its IP, or that machine left again) gets a new visit state: its first fetch waits for the host delay
+    since this agent's last fetch of it, which the purged visit state knew, not only for the IP delay."""
+    from tests.test_frontier import HOST_DELAY, IP_DELAY, FrontierHarness
+
+    harness = FrontierHarness(tmp_path / "frontier")
+    frontier = harness.frontier
+    crew = SimpleNamespace(config=SimpleNamespace(cluster=SimpleNamespace(departure="take_over"), credentials=[]),
+                           frontier=frontier)
+    router = LinkRouter(crew, tmp_path / "links", 0, 1)  # type: ignore[arg-type]
+    frontier.discover(["http://h0.test/p0", "http://h0.test/p1"])
+    while not harness.fetched:
+        harness.step()
+    fetched_at = harness.now  # released 0.01 s later: the host's next fetch HOST_DELAY after that
+    vs = frontier.distributor.host_to_visit_state["http://h0.test"]
+    router.give(vs)  # paused with no fetch in flight: purged, its queued URL kept
+    router._take(["http://h0.test/p1"])  # handed back: a new visit state, the URL queued past the sieve
+    harness.run()
+    assert [u for _, u, _ in harness.fetched] == ["http://h0.test/p0", "http://h0.test/p1"]
+    again = harness.fetched[1][0]
+    assert again >= fetched_at + 0.01 + HOST_DELAY > fetched_at + 0.01 + IP_DELAY, (fetched_at, again)
+
+
 # -- the IP table ----------------------------------------------------------------------------------------
 
 HOLDER = """
