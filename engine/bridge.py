@@ -36,7 +36,7 @@ import nats.js.errors
 import orjson
 from nats.js import JetStreamContext
 
-from engine.cluster import stream_name, subject
+from engine.cluster import stop_tasks, stream_name, subject
 from engine.link_exchange import BRIDGE, Inbox, Outbox, Position, frame, frames
 from engine.ownership import GlobalRing
 from store.durable import replace_file
@@ -104,9 +104,7 @@ class Bridge:
         try:
             await asyncio.gather(*tasks)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await stop_tasks(tasks)
             self.writer.close()
 
     async def send(self) -> None:

@@ -252,6 +252,31 @@ async def crawl_status(config: ClusterConfig) -> dict[str, Entry]:
         await nc.close()
 
 
+RECANCEL = 0.5  # seconds between two cancellations of a task that has not ended
+
+
+async def stop_tasks(tasks: Sequence[asyncio.Task[object]]) -> None:
+    """Cancel ``tasks`` and wait until each has ended, cancelling again every :data:`RECANCEL` seconds.
+
+    The tasks of a machine await the NATS client, whose ``next_msg`` and ``request`` wrap their wait in
+    ``asyncio.wait_for``; before Python 3.12 that returns a reply arriving as the cancellation does and
+    loses the cancellation (CPython #86296), and the task's loop (a heartbeat, a pull of links) then goes
+    on, keeping the supervisor from exiting: a supervisor was seen waiting on one for minutes after its
+    crawl. Asked again, it ends at its next wait. Cancelled itself meanwhile (a task stopping the tasks
+    it runs, stopped in turn), it still waits for them, then passes the cancellation on.
+    """
+    pending, cancelled = set(tasks), False
+    while pending:
+        for task in pending:
+            task.cancel()
+        try:
+            _, pending = await asyncio.wait(pending, timeout=RECANCEL)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+
+
 class ClusterError(Exception):
     """The crawl's members are not as this machine expects (too many, a name taken, none in time)."""
 

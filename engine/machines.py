@@ -51,7 +51,7 @@ import orjson
 from engine.adoption import Adopted
 from engine.bridge import Bridge
 from engine.cluster import (HEARTBEAT, TURN, Beats, Cluster, ClusterError, Entry, adopt_key, back_key, crawl_over,
-                            left_out, newcomer, note_beats, rejoining)
+                            left_out, newcomer, note_beats, rejoining, stop_tasks)
 from engine.config import Config
 from engine.folder_lock import lock_folder
 from engine.ownership import GlobalRing, Member
@@ -252,9 +252,9 @@ class Machines:
                 self.supervisor.failed = True
                 self.supervisor.stop_crawl("cluster failing")
         finally:
-            for task in [*tasks, *([self.switching] if self.switching else [])]:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            if self.switching:
+                self.switching.cancel()
+            await stop_tasks(tasks)
 
     async def close(self, reason: str) -> None:
         with contextlib.suppress(Exception):  # the last word, in case no beat carried it (the server may be gone)
@@ -314,7 +314,8 @@ class Machines:
         while True:
             # fenced: past half the TTL without a beat, the others may soon take this machine's hosts. Not
             # asyncio.wait_for: before 3.12 it loses a cancellation that comes as its awaitable ends (CPython #86296), and
-            # this loop, cancelled at the crawl's end, then beat on and kept the supervisor from exiting
+            # this loop, cancelled at the crawl's end, then beat on and kept the supervisor from exiting (the NATS
+            # client's own wait_for can still lose one: run() asks again, cluster.stop_tasks)
             try:
                 async with asyncio.timeout(fence):
                     await self.beat()

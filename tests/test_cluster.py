@@ -5,6 +5,7 @@ by the test on loopback."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ import pytest
 
 from engine.bridge import Bridge
 from engine.cluster import (TURN, Cluster, ClusterError, Entry, adopt_key, crawl_over, left_out, machines, newcomer,
-                            note_beats, rejoining, running, stream_name, subject)
+                            note_beats, rejoining, running, stop_tasks, stream_name, subject)
 from engine.config import ClusterConfig
 from engine.link_exchange import BRIDGE, Inbox, Outbox
 from engine.machines import Machines
@@ -84,6 +85,48 @@ async def test_the_heartbeat_loop_ends_when_cancelled_as_a_beat_is_put(server: s
     finally:
         heartbeat.cancel()
         await machines.cluster.close()
+
+
+async def pulls(queue: asyncio.Queue[str]) -> None:
+    """A loop as the NATS client's pulls are: a wait_for around a get (``Subscription.next_msg``)."""
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(queue.get(), 5.0)
+
+
+async def test_a_loop_whose_wait_for_lost_the_cancellation_is_stopped_all_the_same() -> None:
+    """A message that arrives as its task is cancelled: before Python 3.12, wait_for returns it and the
+    cancellation is lost, the loop goes on; stop_tasks asks again until the task has ended."""
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    task = asyncio.create_task(pulls(queue))
+    await asyncio.sleep(0)  # waiting on the queue
+    queue.put_nowait("links")
+    task.cancel()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    if sys.version_info < (3, 12):
+        assert not task.done()  # the cancellation was lost
+    await asyncio.wait_for(stop_tasks([task]), 5.0)
+    assert task.cancelled()
+
+
+async def test_stopping_tasks_cancelled_itself_still_waits_for_them() -> None:
+    """The bridge stops its pulls while the machine stops the bridge: its tasks end first, then the
+    cancellation goes on."""
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    inner = asyncio.create_task(pulls(queue))
+
+    async def bridge() -> None:
+        try:
+            await asyncio.sleep(60)
+        finally:
+            queue.put_nowait("links")  # as the pull is cancelled: the first cancellation lost, before 3.12
+            await stop_tasks([inner])
+
+    outer = asyncio.create_task(bridge())
+    await asyncio.sleep(0)
+    await asyncio.wait_for(stop_tasks([outer]), 5.0)
+    assert outer.cancelled() and inner.cancelled()
 
 
 async def test_views_leave_no_consumer_on_the_server(server: str) -> None:
