@@ -273,6 +273,9 @@ async def stop_tasks(tasks: Sequence[asyncio.Task[object]]) -> None:
             _, pending = await asyncio.wait(pending, timeout=RECANCEL)
         except asyncio.CancelledError:
             cancelled = True
+    for task in tasks:  # their failures are the caller's to report, as gather(return_exceptions=True) leaves them
+        if not task.cancelled():
+            task.exception()
     if cancelled:
         raise asyncio.CancelledError
 
