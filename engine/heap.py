@@ -17,10 +17,11 @@ are returned). With another C library (musl) both do nothing.
 
 The threshold sits above what the work of every page allocates and frees: ISA-L's deflate state
 (~260 KiB, three records a page). At 256 KiB that buffer was a fresh mapping each time, an
-``mmap``, page faults and an ``munmap`` whose TLB shootdown interrupts the other cores: ~15 µs more
-for each record, ~10% of an agent's CPU per page (``bench/RESULTS.md``). Fixing one threshold also fixes the other, the trim threshold,
-at glibc's 128 KiB: the heap's top was then given back and taken again around such buffers, so it
-is fixed too, at a few MiB (what :func:`give_back` returns anyway at each checkpoint).
+``mmap``, page faults and an ``munmap`` whose TLB shootdown interrupts the other cores: ~15 µs
+more for each record, 11% of the engine's CPU per page, 3–4% of the whole crawl's
+(``bench/RESULTS.md``). Fixing one threshold also fixes the other, the trim threshold, at glibc's
+128 KiB: the heap's top was then given back and taken again around such buffers, so it is fixed
+too, at a few MiB (what :func:`give_back` returns anyway at each checkpoint).
 
 **The cyclic garbage collector** (:func:`collect_less_often`). CPython collects its youngest
 generation every 700 container objects allocated (net of those freed), and the oldest, which

