@@ -1,10 +1,16 @@
-"""The crawler's one compiled part; everything else is declared in pyproject.toml.
+"""The crawler's compiled parts; everything else is declared in pyproject.toml.
 
 ``store._signature``: the near-duplicate signature's normalisation (store/signature.py says why).
-pip builds it on install (``make crawl``); a work tree run from its sources builds it in place
+``engine._start_tags``: the HTML tokenizer that finds a page's link-bearing start tags (engine/parse.py says why).
+pip builds them on install (``make crawl``); a work tree run from its sources builds them in place
 with ``python setup.py build_ext --inplace``.
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("store._signature", ["store/_signature.c"], extra_compile_args=["-O2"])])
+setup(
+    ext_modules=[
+        Extension("store._signature", ["store/_signature.c"], extra_compile_args=["-O2"]),
+        Extension("engine._start_tags", ["engine/_start_tags.c"], extra_compile_args=["-O2"]),
+    ]
+)

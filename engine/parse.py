@@ -15,17 +15,17 @@ page, so other encodings are decoded by Python with replacement characters first
 Non-ASCII in links is always percent-encoded as UTF-8 (browsers use the page's encoding
 for the query of a link on a non-UTF-8 page; servers of such pages are rare and lenient).
 
-Two ways through lxml, chosen per call:
+Two ways through the page, chosen per call:
 
-* the default (no contexts, no document) feeds the body to an ``etree.HTMLParser`` whose
-  *target* sees only start tags, so libxml2 builds no tree and Python sees only the
-  attribute dicts. On the ~15 KB, ~350-element, ~40-link pages of ``bench/parse_bench.py``
-  it was the fastest variant measured, in CPU time and in instructions (callgrind, per
-  page, getting the raw links only): target 2.2 M; tree + ``iter(tags)`` 2.8 M; tree +
-  XPath ``//a/@href|...`` 2.9 M; ``HTMLPullParser(tag=...)`` 3.3 M; ``lxml.html`` +
-  ``iterlinks()`` 10.6 M. The whole of ``extract_links`` costs 2.9 M this way, 3.4 M
-  through the tree: CPU time ~8% less;
-* with ``want_context`` or ``want_document`` the tree is built and its link elements are
+* the default (no contexts, no document) reads only the start tags that can carry a link, with
+  ``engine/_start_tags.c``: the HTML tokenizer's rules in C, building Python objects for the
+  ~45 wanted tags of a page and not for the other ~300. On the ~15 KB, ~350-element, ~40-link
+  pages of ``bench/parse_bench.py`` lxml cost ~170 µs a page for the same start tags (libxml2's
+  tokenizing ~90, its Python call and attribute dict per start tag ~80; the fastest of the lxml
+  ways measured, see bench/RESULTS.md); the C scan ~15. libxml2 2.14 tokenizes by the same
+  rules, so lxml is the oracle of ``tests/test_parse.py``, which compares the two on generated
+  markup; character references in attribute values are decoded here (:func:`unescape_attribute`);
+* with ``want_context`` or ``want_document`` lxml builds the tree and its link elements are
   visited with ``iter(tags)``; contexts need ancestors and anchor text.
 
 Both feed the same :class:`_Collector`, so they find the same links.
@@ -38,11 +38,13 @@ import html
 import re
 import threading
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import lru_cache
+from html.entities import html5 as _NAMED_REFERENCES
 from typing import Any
 
 from lxml import etree
 
+from engine._start_tags import start_tags
 from frontier.page import LinkContext
 from frontier.urls import BaseURL, canonicalize
 
@@ -145,11 +147,10 @@ def _names_page(link_rels: frozenset[str], rel: str | None, kind: str | None) ->
 
 
 class _Collector:
-    """A parser target that notes what the link-bearing elements of one page say.
+    """What the link-bearing elements of one page say, fed their start tags in document order.
 
-    lxml calls :meth:`start` for every start tag (the tree walk calls it for the tags in
-    ``_TAGS`` only), so the common case — an element that is none of ours — is one dict
-    lookup. A ``<link>`` counts only if it names a page (``link_rels``; None: any).
+    :meth:`start` sees the tags in ``_TAGS`` only (the start tags the scan returns, the
+    elements the tree walk visits). A ``<link>`` counts only if it names a page (``link_rels``; None: any).
     ``hrefs`` keeps raw attribute values in document order; resolution waits until the end
     because the first ``<base href>`` applies even to links before it.
     """
@@ -204,20 +205,13 @@ class _Collector:
                 self.refresh_at = len(self.hrefs)
                 self.hrefs.append(target)
 
-    def close(self) -> _Collector:
-        return self
-
 
 class _Parsers(threading.local):
-    """lxml parsers are not thread-safe: one set per thread, reused for every page."""
+    """lxml parsers are not thread-safe: one per thread, reused for every page, with its collector."""
 
     def __init__(self) -> None:
         self.collector = _Collector()
-        parser = partial(etree.HTMLParser, encoding="utf-8", no_network=True, collect_ids=False)
-        # lxml calls only the callbacks a target has (no data/end/comment: no call per text node),
-        # while the stubs' ParserTarget demands all five.
-        self.target = parser(target=self.collector)  # type: ignore[arg-type]
-        self.tree = parser()
+        self.tree = etree.HTMLParser(encoding="utf-8", no_network=True, collect_ids=False)
 
 
 _parsers = _Parsers()
@@ -301,6 +295,43 @@ def _as_utf8(body: bytes, encoding: str | None, content_type: str | None) -> byt
     return text.encode("utf-8", "replace")
 
 
+# -- character references in attribute values ---------------------------------------------------
+
+_REFERENCE = re.compile(r"&(?:#[xX]([0-9A-Fa-f]+);?|#([0-9]+);?|([0-9A-Za-z]+;?))")
+# Numeric references to C1 controls name the windows-1252 characters at those bytes (WHATWG); the five bytes
+# windows-1252 leaves undefined stay as they are.
+_C1 = {n: bytes([n]).decode("cp1252", "ignore") or chr(n) for n in range(0x80, 0xA0)}
+_LONGEST_NAME = max(map(len, _NAMED_REFERENCES))
+
+
+def _reference(match: re.Match[str]) -> str:
+    hexadecimal, decimal, name = match.groups()
+    if name is None:
+        number = int(hexadecimal, 16) if hexadecimal is not None else int(decimal)
+        if number == 0 or number > 0x10FFFF or 0xD800 <= number <= 0xDFFF:
+            return "\ufffd"
+        return _C1.get(number) or chr(number)
+    # the longest name in the table that the text starts with
+    for length in range(min(len(name), _LONGEST_NAME), 1, -1):
+        value = _NAMED_REFERENCES.get(name[:length])
+        if value is not None:
+            break
+    else:
+        return match.group()
+    if name[length - 1] != ";":  # a legacy name without ';' is text before '=' or a letter or digit
+        after = name[length : length + 1] or match.string[match.end() : match.end() + 1]
+        if after == "=" or after.isascii() and after.isalnum():
+            return match.group()
+    return value + name[length:]
+
+
+def unescape_attribute(value: str) -> str:
+    """An attribute value with its character references decoded, as the HTML tokenizer does in an
+    attribute (WHATWG 13.2.5.72–80): ``&amp;`` and ``&#38;`` are ``&``, but ``&copy=2`` and ``&ampx``
+    are text, so query strings keep their parameters."""
+    return _REFERENCE.sub(_reference, value)
+
+
 # -- extraction ----------------------------------------------------------------------------------
 
 _TITLE = re.compile(rb"<title[^>]*>([^<]*)", re.I).search
@@ -364,10 +395,12 @@ def _parse(data: bytes, tree: bool, link_rels: frozenset[str] | None) -> tuple[_
     """Run lxml: (collector, root or None, elements or None). Never raises."""
     collector = _parsers.collector
     collector.reset(link_rels)
+    if not tree:
+        start = collector.start
+        for tag, attributes in start_tags(data, unescape_attribute):
+            start(tag, attributes)
+        return collector, None, None
     try:
-        if not tree:
-            etree.fromstring(data, _parsers.target)
-            return collector, None, None
         root = etree.fromstring(data, _parsers.tree)
     except (etree.LxmlError, ValueError):
         collector.reset(link_rels)
