@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "response source (the web, not the engine)"
 REST = "event loop and the rest"
 STAGES = (  # (path prefix under the repository, stage): the first that matches wins
-    ("engine/parse.py", "parse: link extraction (lxml)"),
+    ("engine/parse.py", "parse: link extraction"),
     ("engine/content.py", "gzip decoding"),
     ("engine/robots.py", "robots.txt rules"),
     ("frontier/urls.py", "canonicalize"),
