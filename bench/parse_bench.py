@@ -4,7 +4,8 @@ Generates realistic HTML pages (~15 KB, ~40 links in the mix a crawler meets: na
 by root-relative paths, relative and ``../`` links, absolute links to other hosts,
 protocol-relative assets, queries, fragments, a few ``javascript:``/``mailto:`` and
 ``rel=nofollow``), then times :func:`engine.parse.extract_links` per page in its three
-modes, :meth:`frontier.urls.BaseURL.resolve` per link and, for scale,
+modes, :meth:`frontier.urls.BaseURL.resolve` per link, :meth:`~frontier.urls.BaseURL.resolve_all` (the
+common hrefs in C) per link and, for scale,
 ``canonicalize(urljoin(...))``. Figures are the least CPU time of several repeats (the
 machine is shared), in µs.
 
@@ -133,11 +134,15 @@ def main() -> None:
     hrefs = [(BaseURL(url), raw_hrefs(page)) for page, url in zip(pages, urls)]
     n = sum(len(h) for _, h in hrefs)
 
-    def resolve_all() -> None:
+    def resolve_each() -> None:
         for base, links in hrefs:
             resolve = base.resolve
             for href in links:
                 resolve(href)
+
+    def resolve_all() -> None:
+        for base, links in hrefs:
+            base.resolve_all(links)
 
     def urljoin_all() -> None:
         for base, links in hrefs:
@@ -151,7 +156,7 @@ def main() -> None:
     }
     for label, seconds in least_cpu(pages_tasks, args.repeat).items():
         print(f"{label:30} {seconds / args.pages * 1e6:8.1f} µs/page {seconds / found * 1e6:6.2f} µs/link kept")
-    link_tasks = {"BaseURL.resolve": resolve_all, "canonicalize(urljoin())": urljoin_all}
+    link_tasks = {"BaseURL.resolve": resolve_each, "BaseURL.resolve_all": resolve_all, "canonicalize(urljoin())": urljoin_all}
     for label, seconds in least_cpu(link_tasks, args.repeat).items():
         print(f"{label:30} {seconds / n * 1e6:8.2f} µs/href ({n} hrefs)")
 

@@ -442,7 +442,6 @@ def extract_links(
 
 def _select(collector: _Collector, base: BaseURL, elements: list[Any] | None, follow_nofollow: bool) -> ParsedPage:
     """Resolve the collected hrefs; keep each followable link once, in document order."""
-    resolve = base.resolve
     skip_all = collector.robots_nofollow and not follow_nofollow
     nofollow_at = set() if follow_nofollow else collector.nofollow_at
     links: list[str] = []
@@ -450,8 +449,7 @@ def _select(collector: _Collector, base: BaseURL, elements: list[Any] | None, fo
     seen: set[str] = set()
     dropped: set[str] = set()
     refresh = None
-    for i, href in enumerate(collector.hrefs):
-        link = resolve(href)
+    for i, link in enumerate(base.resolve_all(collector.hrefs)):
         if link is None:
             continue
         if i == collector.refresh_at:

@@ -36,6 +36,8 @@ from types import ModuleType
 
 import xxhash
 
+from frontier._resolve import resolve_all as _resolve_all
+
 _idna_package: ModuleType | None
 try:  # UTS 46 mapping, as browsers do; `idna` comes with aiohttp (via yarl).
     import idna as _idna_package
@@ -395,6 +397,11 @@ class BaseURL:
             path_query = _fix_pct(path_query)
         path, _, query = path_query.partition("?")
         return self.origin + _path_query(path, query, self.sort_query)
+
+    def resolve_all(self, hrefs: list[str]) -> list[str | None]:
+        """``[self.resolve(href) for href in hrefs]``: the hrefs of the common shapes resolved in C
+        (``frontier/_resolve.c``, ~5x faster), every other one by :meth:`resolve`."""
+        return _resolve_all(self, hrefs, _origin)
 
     def _resolve_general(self, href: str) -> str | None:
         """Any href: clean it, join it per RFC 3986 §5.2.2, canonicalize the result."""

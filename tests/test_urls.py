@@ -265,6 +265,7 @@ def test_resolve(href: str, expected: str | None) -> None:
     base = BaseURL(RFC_BASE)
     assert base.resolve(href) == expected
     assert base._resolve_general(href) == expected  # the fast path agrees with the general one
+    assert base.resolve_all([href]) == [expected]  # and so does the one in C
 
 
 # Backslashes as browsers read them (WHATWG URL Standard: in http(s) a `\` before the query is a
@@ -295,6 +296,7 @@ def test_resolve_backslashes_as_browsers(base: str, href: str, expected: str | N
     page = BaseURL(base)
     assert page.resolve(href) == expected
     assert page._resolve_general(href) == expected
+    assert page.resolve_all([href]) == [expected]
     if expected is not None:
         assert canonicalize(expected) == expected
 
@@ -451,6 +453,7 @@ def test_resolve_matches_urljoin(base: str, href: str) -> None:
     page = BaseURL(base)
     resolved = page.resolve(href)
     assert resolved == page._resolve_general(href)
+    assert page.resolve_all([href, href + "#f"]) == [resolved, page.resolve(href + "#f")]
     try:
         joined = urljoin(page.url, href)
     except ValueError:  # urlsplit rejects some netlocs (brackets, NFKC); we return None or a URL
@@ -464,6 +467,28 @@ def test_resolve_matches_urljoin(base: str, href: str) -> None:
     assert resolved == canonicalize(joined)
     if resolved is not None:
         assert canonicalize(resolved) == resolved
+
+
+# Hrefs of the shapes frontier/_resolve.c resolves itself (plain ASCII, the characters a canonical URL keeps), and
+# the near misses it must leave to BaseURL.resolve: escapes, schemes in capitals, dot segments, long queries.
+C_PIECES = [
+    "/", "//", ".", "..", "./", "../", "/.", "/..", "?", "#", "&", "=", "a", "B", "x.html", ":", "@", ";", "+", "~", "[",
+    "]", "(", "'", "*", "!", "$", ",", "-", "_", "09", ".well-known", "http://", "https://", "HTTP://", "Https://", "http:",
+    "https:", "hTtp:", "//x.test", "//X.Test:80", "//a.b:8080", "//[::1]", "//u@h", "//h:99999", "javascript:", "mailto:",
+    "j:", "h1:", "a=1", "b=2", "&a", "=x", "x?y&z", "a&b=c&a=0", "%41", "%", "é", " ", "\\", "&" * 70,
+]  # fmt: skip
+C_BASES = [
+    "http://a.test/", "http://a.test/d/p.html", "https://b.test:8443/x/y/z?q=1&a=2", "http://a.test/.well-known/x",
+    "http://[::1]/a/b/", "http://u:p@h.test/a%20b/c", "HTTP://WWW.Example.COM:80/d/", "http://a.test/d;p?x",
+]
+
+
+@given(st.sampled_from(C_BASES), st.lists(st.lists(st.sampled_from(C_PIECES), max_size=7).map("".join), max_size=8),
+       st.booleans())
+@settings(max_examples=3000)
+def test_resolving_a_pages_links_in_c_gives_what_resolve_gives(base: str, hrefs: list[str], sort_query: bool) -> None:
+    page = BaseURL(base, sort_query=sort_query)
+    assert page.resolve_all(hrefs) == [page.resolve(href) for href in hrefs]
 
 
 @st.composite
