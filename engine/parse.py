@@ -23,7 +23,7 @@ Two ways through the page, chosen per call:
   pages of ``bench/parse_bench.py`` lxml cost ~170 µs a page for the same start tags (libxml2's
   tokenizing ~90, its Python call and attribute dict per start tag ~80; the fastest of the lxml
   ways measured, see bench/RESULTS.md); the C scan ~15. libxml2 2.14 tokenizes by the same
-  rules, so lxml is the oracle of ``tests/test_parse.py``, which compares the two on generated
+  rules, so lxml is the oracle of ``tests/test_start_tags.py``, which compares the two on generated
   markup; character references in attribute values are decoded here (:func:`unescape_attribute`);
 * with ``want_context`` or ``want_document`` lxml builds the tree and its link elements are
   visited with ``iter(tags)``; contexts need ancestors and anchor text.
@@ -392,7 +392,8 @@ def _context(element: Any, paths: dict[Any, str]) -> LinkContext:
 
 
 def _parse(data: bytes, tree: bool, link_rels: frozenset[str] | None) -> tuple[_Collector, Any, list[Any] | None]:
-    """Run lxml: (collector, root or None, elements or None). Never raises."""
+    """The page's link-bearing start tags into the collector, by the C scan or (``tree``) lxml's tree:
+    (collector, root or None, elements or None). Never raises."""
     collector = _parsers.collector
     collector.reset(link_rels)
     if not tree:
