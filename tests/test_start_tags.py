@@ -8,6 +8,7 @@ script, style, title, textarea and the other raw text elements.
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any, cast
 
 import pytest
@@ -120,3 +121,32 @@ def test_on_any_markup_the_scan_finds_what_lxml_finds(text: str) -> None:
 def test_any_bytes_are_scanned_without_error(data: bytes) -> None:
     for tag, attributes in start_tags(data, unescape_attribute):
         assert tag in TAGS and all(isinstance(value, str) for value in attributes.values())
+
+
+def test_scanning_and_resolving_leave_no_objects_behind() -> None:
+    """Every object the two C modules make is handed over or released: a leak of one per tag or link would show."""
+    from frontier.urls import BaseURL
+
+    page = (
+        b"<title>t</title><base href=/b/><meta name=robots content=x><link rel=next href='n?b=2&amp;a=1'>"
+        b"<a href='x&copy=1' HREF=2 a=1 A=2>x</a><a href=a\xe2\x82\r\n>y</a><script>x</script><a href=\x00>" * 20
+    )
+    hrefs = ["/a/b?x=1&b=2&a=3", "http://h.test/p?q", "//x.test/", "../x", "?q", "", "#f", "javascript:x", "a b", "%41"] * 10
+    base = BaseURL("http://a.test/d/p.html")
+
+    def work() -> None:
+        for _ in range(20):
+            start_tags(page, unescape_attribute)
+            base.resolve_all(hrefs)
+
+    work()
+    tracemalloc.start()
+    try:
+        work()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(10):
+            work()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 20_000  # 200 scans of 120 tags and 20,000 links: a leaked object each would be 100 KB or more
