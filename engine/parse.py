@@ -22,7 +22,7 @@ Two ways through the page, chosen per call:
   ~45 wanted tags of a page and not for the other ~300. On the ~15 KB, ~350-element, ~40-link
   pages of ``bench/parse_bench.py`` lxml cost ~170 µs a page for the same start tags (libxml2's
   tokenizing ~90, its Python call and attribute dict per start tag ~80; the fastest of the lxml
-  ways measured, see bench/RESULTS.md); the C scan ~15. libxml2 2.14 tokenizes by the same
+  ways measured, see bench/RESULTS.md); the C scan ~30 (~14 on the in-vitro web's pages). libxml2 2.14 tokenizes by the same
   rules, so lxml is the oracle of ``tests/test_start_tags.py``, which compares the two on generated
   markup; character references in attribute values are decoded here (:func:`unescape_attribute`);
 * with ``want_context`` or ``want_document`` lxml builds the tree and its link elements are
