@@ -168,8 +168,10 @@ def test_a_compressed_body_is_stored_as_it_is_and_reads_back(tmp_path: Path, lev
     assert headers.get_header("WARC-Payload-Digest") == sha1_b32(body)
     member = data[capture.offset : capture.offset + capture.length]
     assert body[: 0xFFFF] in member  # stored, not deflated again
-    # the record's fields and HTTP head are deflated: the member is at most its blocks' framing (~20 bytes) longer
-    assert capture.length <= plain.length + 32
+    # the record's fields and HTTP head are deflated: the member is at most its blocks' framing (~20 bytes) longer,
+    # and at level 1 the head's fixed code's price (store/deflate.py: up to a tenth of the deflated head)
+    slack = 32 + ((capture.length - len(body)) // 10 if level == 1 else 0)
+    assert capture.length <= plain.length + slack
 
 
 @pytest.mark.parametrize(("coding", "mime", "expected"), [
