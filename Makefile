@@ -9,7 +9,7 @@ BENCH_DEPS := $(VENV)/.bench-installed
 .PHONY: setup bytecode browser crawl test bench bench-crawl bench-fetchers bench-politeness bench-raw bench-overhead bench-scrapy
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml setup.py store/_signature.c store/_deflate.c engine/_start_tags.c frontier/_resolve.c
+$(VENV)/.installed: pyproject.toml setup.py store/_signature.c store/_deflate.c store/_graph.c engine/_start_tags.c frontier/_resolve.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e .

@@ -36,6 +36,7 @@ from typing import IO
 import numpy as np
 import xxhash
 
+from store._graph import encode_record as _encode_record_c
 from store.durable import fsync_directory
 from store.errors import full_when_no_room
 
@@ -62,7 +63,14 @@ def graph_name(warc_name: str) -> str:
 
 
 def encode_record(offset: int, url: str, links: Sequence[str]) -> bytes:
-    """One page's record (see the module docstring)."""
+    """One page's record (see the module docstring), written by ``store/_graph.c``; strings that are
+    not valid UTF-8 as they stand (a lone surrogate) by :func:`encode_record_python`."""
+    record = _encode_record_c(offset, url, links)
+    return encode_record_python(offset, url, links) if record is None else record
+
+
+def encode_record_python(offset: int, url: str, links: Sequence[str]) -> bytes:
+    """What ``store/_graph.c`` writes, in Python: its oracle in ``tests/test_graph_record.py``."""
     targets = list(dict.fromkeys(links))
     hosts = list(dict.fromkeys(map(host_of, targets)))
     name = url.encode("utf-8", "replace")

@@ -1,0 +1,3 @@
+from collections.abc import Sequence
+
+def encode_record(offset: int, url: str, links: Sequence[str], /) -> bytes | None: ...
