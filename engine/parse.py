@@ -397,9 +397,14 @@ def _parse(data: bytes, tree: bool, link_rels: frozenset[str] | None) -> tuple[_
     collector = _parsers.collector
     collector.reset(link_rels)
     if not tree:
-        start = collector.start
+        start, hrefs = collector.start, collector.hrefs
         for tag, attributes in start_tags(data, unescape_attribute):
-            start(tag, attributes)
+            if tag == "a" and "rel" not in attributes:  # most of a page's tags: what start does for them, inline
+                href = attributes.get("href")
+                if href is not None:
+                    hrefs.append(href)
+            else:
+                start(tag, attributes)
         return collector, None, None
     try:
         root = etree.fromstring(data, _parsers.tree)
