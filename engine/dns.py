@@ -38,9 +38,10 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import math
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import aiodns
 import pycares
@@ -145,6 +146,30 @@ class DnsStatistics:
     failures: int  # queries that failed
     entries: int
     in_flight: int
+
+
+class LoopResolver(aiodns.DNSResolver):
+    """aiodns's resolver with c-ares's sockets watched by the event loop, not by a thread of pycares.
+
+    With pycares 5, aiodns lets a thread of pycares's wait on c-ares's sockets, and each answer
+    reaches the loop with ``call_soon_threadsafe``: the thread is woken, then wakes the loop. That
+    cost 114–147 µs of CPU a query over loopback against 70–91 with the sockets on the loop's own
+    epoll (``bench.new_host_cost``, bench/RESULTS.md "A new host's DNS query"), which is aiodns's
+    other mode (``sock_state_cb``, the one it falls back to when pycares cannot start its thread),
+    chosen here through the hook aiodns picks its mode with. What the thread also does, reading
+    resolv.conf again when it is edited, is lost: a crawl that does not name its servers
+    (``dns.servers``) reads resolv.conf once, at start, as Heritrix's and BUbiNG's JVMs do.
+    """
+
+    def _make_channel(self, **kwargs: Any) -> tuple[bool, pycares.Channel]:
+        watch = weakref.WeakMethod(self._sock_state_cb)
+
+        def sock_state_cb(fd: int, readable: bool, writable: bool) -> None:
+            method = watch()  # weak, as aiodns's own: the channel must not keep the resolver alive
+            if method is not None:
+                method(fd, readable, writable)
+
+        return False, pycares.Channel(sock_state_cb=sock_state_cb, timeout=self._timeout, **kwargs)
 
 
 class CachingResolver:
@@ -256,7 +281,7 @@ class CachingResolver:
         # pycares delivers answers with call_soon_threadsafe on the loop aiodns was made in,
         # so it must be made inside the loop that awaits them
         if self._resolver is None:
-            self._resolver = aiodns.DNSResolver(
+            self._resolver = LoopResolver(
                 self.nameservers or None, loop=asyncio.get_running_loop(), timeout=self.timeout, tries=self.tries
             )
         return self._resolver

@@ -9,6 +9,7 @@ keeps a TTL-honouring cache of its own and would otherwise answer repeats itself
 from __future__ import annotations
 
 import asyncio
+import os
 import ipaddress
 import math
 import struct
@@ -171,6 +172,23 @@ async def test_a_answer_is_cached(serve: Serve, resolvers: Make) -> None:
     s = r.statistics()
     assert (s.hits, s.misses, s.entries, s.in_flight) == (2, 1, 1, 0)
     assert r.lookup_nowait("a.test", 59.0) == "10.0.0.1"
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+async def test_answers_come_on_the_loop_with_no_thread_of_pycares(serve: Serve, resolvers: Make) -> None:
+    """pycares 5 would wait on c-ares's sockets in a thread of its own and wake the loop for each
+    answer (engine/dns.py: LoopResolver says what that cost); here the loop watches them."""
+    _, address = await serve(ZONE)
+    before = _threads()
+    r = resolvers(address)
+    answers = await asyncio.gather(*(r.resolve(host, 0.0) for host in ("a.test", "b.test", "c.test", "ttl300.test")))
+    assert [a.address for a in answers] == ["10.0.0.1", "10.0.0.3", "10.0.0.4", "10.0.0.5"]
+    assert _threads() == before
+    aiodns_resolver = r._resolver
+    assert aiodns_resolver is not None and aiodns_resolver._event_thread is False
 
 
 async def test_ttl_expiry_with_explicit_now_queries_again(serve: Serve, resolvers: Make) -> None:
