@@ -153,12 +153,13 @@ class LoopResolver(aiodns.DNSResolver):
 
     With pycares 5, aiodns lets a thread of pycares's wait on c-ares's sockets, and each answer
     reaches the loop with ``call_soon_threadsafe``: the thread is woken, then wakes the loop. That
-    cost 114–147 µs of CPU a query over loopback against 70–91 with the sockets on the loop's own
-    epoll (``bench.new_host_cost``, bench/RESULTS.md "A new host's DNS query"), which is aiodns's
-    other mode (``sock_state_cb``, the one it falls back to when pycares cannot start its thread),
-    chosen here through the hook aiodns picks its mode with. What the thread also does, reading
-    resolv.conf again when it is edited, is lost: a crawl that does not name its servers
-    (``dns.servers``) reads resolv.conf once, at start, as Heritrix's and BUbiNG's JVMs do.
+    cost 113–125 µs of CPU a query over loopback, against 68–98 with the sockets on the loop's own
+    epoll (``bench.new_host_cost``; bench/RESULTS.md, issue 18, "The small records' deflate, the
+    graph record in C, DNS answers on the loop"). That is aiodns's other mode (``sock_state_cb``,
+    the one it falls back to when pycares cannot start its thread), chosen here through the hook
+    aiodns picks its mode with. What the thread also does, reading resolv.conf again when it is
+    edited, is lost: a crawl that names no ``dns.servers`` reads resolv.conf once, at start, as
+    Heritrix's and BUbiNG's JVMs do.
     """
 
     def _make_channel(self, **kwargs: Any) -> tuple[bool, pycares.Channel]:

@@ -18,6 +18,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "store._deflate writes its bit buffer a little-endian word at a time: little-endian machines only"
+#endif
+
 #define LITLEN 286
 #define DISTS 30
 #define WINDOW 32768
@@ -65,7 +69,7 @@ put(Writer *w, uint32_t value, int n)
     w->count += n;
     if (w->count >= 32) {
         uint32_t low = (uint32_t)w->bits;
-        memcpy(w->out + w->at, &low, 4); /* little-endian machines only: checked at import */
+        memcpy(w->out + w->at, &low, 4); /* little-endian: checked at compile time */
         w->at += 4;
         w->bits >>= 32;
         w->count -= 32;
@@ -339,11 +343,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_deflate", NULL, -1,
 PyMODINIT_FUNC
 PyInit__deflate(void)
 {
-    uint16_t one = 1;
-    if (*(uint8_t *)&one != 1) {
-        PyErr_SetString(PyExc_ImportError, "store._deflate writes little-endian words");
-        return NULL;
-    }
     for (int s = 0; s < 29; s++) {
         int last = s == 28 ? MAX_MATCH : len_base[s] + (1 << len_extra[s]) - 1;
         for (int length = len_base[s]; length <= last && length <= MAX_MATCH; length++)

@@ -14,14 +14,19 @@
  * where node_id(s) is xxh3_64(s encoded in UTF-8) and host_of(u) is u.split("/", 3)[2] if "://"
  * is in u, else u. The hash is the xxhash package's, called once a link and once a host.
  *
- * Why C: a page's record cost ~17 us in Python, two function calls, an encode and a split for each
- * of its ~26 links; this pass costs a few (bench/RESULTS.md, issue 18). A string that is not
- * valid UTF-8 as it stands (a lone surrogate) makes it return None, and the Python writes it.
+ * Why C: a page's record cost 18.5 us in Python, two function calls, an encode and a split for
+ * each of its ~26 links; this pass costs 5 (bench/RESULTS.md, issue 18, "The small records'
+ * deflate, the graph record in C, DNS answers on the loop"). A string that is not valid UTF-8 as
+ * it stands (a lone surrogate) makes it return None, and the Python writes it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "store._graph writes the graph's little-endian words as they are in memory: little-endian machines only"
+#endif
 
 #define MAGIC 0x534B4E4CULL
 
@@ -133,7 +138,7 @@ encode_record(PyObject *Py_UNUSED(module), PyObject *args)
     char *p = PyBytes_AS_STRING(out);
     uint64_t head[5] = {offset, src, src_host, (uint64_t)targets | (uint64_t)host_count << 32,
                         (uint64_t)name_len | MAGIC << 32};
-    memcpy(p, head, sizeof head); /* little-endian machines only: checked at import */
+    memcpy(p, head, sizeof head); /* little-endian: checked at compile time */
     memcpy(p + sizeof head, ids, (size_t)(targets + host_count) * 8);
     memcpy(p + words * 8, name, (size_t)name_len);
     memset(p + words * 8 + name_len, 0, (size_t)(padded - name_len));
@@ -166,11 +171,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_graph", NULL, -1, m
 PyMODINIT_FUNC
 PyInit__graph(void)
 {
-    uint16_t one = 1;
-    if (*(uint8_t *)&one != 1) {
-        PyErr_SetString(PyExc_ImportError, "store._graph writes little-endian words");
-        return NULL;
-    }
     PyObject *xxhash = PyImport_ImportModule("xxhash");
     if (xxhash == NULL)
         return NULL;

@@ -3,8 +3,8 @@
 Why: a page's request record, its response's WARC fields and HTTP head (the body follows in
 stored blocks when it is compressed already: ``store.warc.stored_tail_member``) and its metadata
 record are 0.4–3 KB each. ISA-L at level 1 spends most of its ~10 µs on each in choosing a
-Huffman code for that one record (``create_hufftables_icf``, ``setup_dynamic_header``: 5–6% of an
-agent's CPU in a ``perf`` profile). These records are alike from one to the next, WARC field
+Huffman code for that one record (``create_hufftables_icf``, ``heapify1``, ``rl_encode``: most of
+the 4.7% of an agent's CPU a ``perf`` profile put in ISA-L's deflate). These records are alike from one to the next, WARC field
 names, HTTP headers and URLs, so one code chosen from sample records (:data:`SAMPLE`) serves
 them: ``store/_deflate.c`` writes each record as one dynamic block that carries the code in its
 header, as any deflate block does, so every inflater reads it; only the choosing is saved.
