@@ -279,8 +279,8 @@ class CachingResolver:
         raise DnsFailed(host, "no address", permanent=True)
 
     def _ensure_resolver(self) -> aiodns.DNSResolver:
-        # pycares delivers answers with call_soon_threadsafe on the loop aiodns was made in,
-        # so it must be made inside the loop that awaits them
+        # LoopResolver puts c-ares's sockets on the loop it is made with, so it must be made
+        # inside the loop that awaits the answers
         if self._resolver is None:
             self._resolver = LoopResolver(
                 self.nameservers or None, loop=asyncio.get_running_loop(), timeout=self.timeout, tries=self.tries

@@ -4,14 +4,16 @@ Why: a page's request record, its response's WARC fields and HTTP head (the body
 stored blocks when it is compressed already: ``store.warc.stored_tail_member``) and its metadata
 record are 0.4–3 KB each. ISA-L at level 1 spends most of its ~10 µs on each in choosing a
 Huffman code for that one record (``create_hufftables_icf``, ``heapify1``, ``rl_encode``: most of
-the 4.7% of an agent's CPU a ``perf`` profile put in ISA-L's deflate). These records are alike from one to the next, WARC field
-names, HTTP headers and URLs, so one code chosen from sample records (:data:`SAMPLE`) serves
-them: ``store/_deflate.c`` writes each record as one dynamic block that carries the code in its
-header, as any deflate block does, so every inflater reads it; only the choosing is saved.
+the 4.7% of an agent's CPU a ``perf`` profile put in ISA-L's deflate). These records are alike
+from one to the next, WARC field names, HTTP headers and URLs, so one code chosen from sample
+records (:data:`SAMPLE`) serves them: ``store/_deflate.c`` writes each record as one dynamic
+block that carries the code in its header, as any deflate block does, so every inflater reads
+it; only the choosing is saved.
 
-:func:`gzip_member` is for records up to :data:`SMALL` bytes; ``store.warc`` gives larger ones
-(an uncompressed body) to ISA-L, whose code fits the body. ``bench/RESULTS.md`` ("The small
-records' deflate") has the sizes and costs against ISA-L.
+:func:`gzip_member` and :func:`deflate_head` write records up to :data:`SMALL` bytes made of
+coded bytes, and return None for the others (an uncompressed body), which ``store.warc`` gives to
+ISA-L, whose code fits them. ``bench/RESULTS.md`` ("The small records' deflate") has the sizes
+and costs against ISA-L.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from store import _deflate
 SMALL = 16 * 1024
 """Records up to this many bytes are written with the fixed code."""
 
-_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name nor time, OS unknown
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name nor time, OS unknown (as ISA-L writes it)
 _CODE_LENGTH_ORDER = (16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15)
 _EXTRA_BITS = {16: 2, 17: 3, 18: 7}
 # Bytes with a code: printable ASCII, tab, CR and LF (the WARC fields and HTTP heads of nearly every
@@ -147,12 +149,11 @@ def _header(litlen: list[int], dist: list[int]) -> tuple[bytes, int]:
     cl_counts = [1 + sum(1 for s, _ in runs if s == symbol) for symbol in range(19)]
     cl_lengths = _huffman_lengths(cl_counts, 7)
     cl_codes = _reversed_codes(cl_lengths)
-    hclen = 19
     bits = _Bits()
     bits.put(len(litlen) - 257, 5)
     bits.put(len(dist) - 1, 5)
-    bits.put(hclen - 4, 4)
-    for symbol in _CODE_LENGTH_ORDER[:hclen]:
+    bits.put(len(_CODE_LENGTH_ORDER) - 4, 4)  # every code length code has a length
+    for symbol in _CODE_LENGTH_ORDER:
         bits.put(cl_lengths[symbol], 3)
     for symbol, extra in runs:
         bits.put(cl_codes[symbol], cl_lengths[symbol])
@@ -177,14 +178,14 @@ _configure(SAMPLE)
 
 def gzip_member(data: bytes) -> bytes | None:
     """``data`` as one gzip member (RFC 1952) of one deflate block written with the fixed code; None
-    if ``data`` holds a byte the code leaves out."""
-    block = _deflate.deflate(data, True)
+    if ``data`` is longer than :data:`SMALL` or holds a byte the code leaves out."""
+    block = _deflate.deflate(data, True) if len(data) <= SMALL else None
     if block is None:
         return None
-    return b"".join((_GZIP_HEADER, block, struct.pack("<II", isal_zlib.crc32(data), len(data) & 0xFFFFFFFF)))
+    return b"".join((GZIP_HEADER, block, struct.pack("<II", isal_zlib.crc32(data), len(data) & 0xFFFFFFFF)))
 
 
 def deflate_head(data: bytes) -> bytes | None:
     """``data`` as raw deflate that ends on a byte boundary in a block that is not the last (a sync
     flush), for a member whose rest is stored blocks; None as for :func:`gzip_member`."""
-    return _deflate.deflate(data, False)
+    return _deflate.deflate(data, False) if len(data) <= SMALL else None

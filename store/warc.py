@@ -186,7 +186,7 @@ def _compressor(level: int) -> Callable[[bytes], bytes]:
         isal = functools.partial(isal_zlib.compress, level=1, wbits=_GZIP)
 
         def compress(data: bytes) -> bytes:
-            member = deflate.gzip_member(data) if len(data) <= deflate.SMALL else None
+            member = deflate.gzip_member(data)
             return isal(data) if member is None else member
 
         return compress
@@ -208,13 +208,12 @@ def _head_deflater(level: int) -> Callable[[bytes], bytes]:
         return sync_flushed
 
     def head(data: bytes) -> bytes:
-        block = deflate.deflate_head(data) if len(data) <= deflate.SMALL else None
+        block = deflate.deflate_head(data)
         return sync_flushed(data) if block is None else block
 
     return head
 
 
-_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name nor time, OS unknown (as ISA-L writes it)
 _STORED_MAX = 0xFFFF  # bytes of a stored block at most
 _RECORD_END = b"\r\n\r\n"
 _LAST_EMPTY_BLOCK = b"\x01\x00\x00\xff\xff"  # BFINAL, stored, length 0 and its complement
@@ -229,7 +228,7 @@ def stored_tail_member(deflate_head: Callable[[bytes], bytes], head: bytes, tail
     fields and the HTTP head before it still shrink to a fifth.
     """
     crc, size = isal_zlib.crc32(head), len(head)
-    parts: list[bytes | memoryview] = [_GZIP_HEADER, deflate_head(head)]
+    parts: list[bytes | memoryview] = [deflate.GZIP_HEADER, deflate_head(head)]
     for data in tail:
         crc, size = isal_zlib.crc32(data, crc), size + len(data)
         view = memoryview(data)

@@ -16,7 +16,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from isal import isal_zlib
 
-from store import deflate
+from store import _deflate, deflate
 from store.warc import WarcStore, _compressor, _head_deflater, stored_tail_member
 
 # bytes a record is made of, with repeats at every distance a record has
@@ -29,14 +29,27 @@ ASCII = st.binary(max_size=3000).map(lambda b: bytes(32 + x % 95 for x in b))
 @example(b"")
 @example(b"a")
 @example(b"abcd" * 70)  # one match longer than 258
-@example(b"0123456789" * 3300)  # distances past 32 KiB: matched anew within the window
 def test_a_member_of_coded_bytes_inflates_to_them(data: bytes) -> None:
     member = deflate.gzip_member(data)
     assert member is not None
     assert gzip.decompress(member) == data
+    head = deflate.deflate_head(data)
+    assert head is not None
     inflater = zlib.decompressobj(-15)
-    assert inflater.decompress(deflate.deflate_head(data) or b"") == data
+    assert inflater.decompress(head) == data
     assert not inflater.eof  # a sync flush: the stream goes on
+
+
+def test_the_encoder_matches_only_within_the_window() -> None:
+    """Past 32 KiB a match's earlier copy is out of reach: the encoder finds it again within the window."""
+    data = b"0123456789" * 3300 + bytes(range(32, 127)) * 400
+    assert zlib.decompress(_deflate.deflate(data, True) or b"", -15) == data
+
+
+def test_records_past_the_small_limit_are_left_to_isal() -> None:
+    big = b"x" * (deflate.SMALL + 1)
+    assert deflate.gzip_member(big) is None and deflate.deflate_head(big) is None
+    assert deflate.gzip_member(big[:-1]) is not None
 
 
 @given(st.binary(min_size=1, max_size=300))
