@@ -4,7 +4,8 @@ Reads the frontier's workbench through ``acquire``/``hand_out``/``next_deadline`
 todo ring, and, with several agents, the machine-wide IP table (``engine/ip_table.py``): a host
 goes to the ring only once its IP's slot is free there too. A host whose DNS answer expired
 goes to a resolve task instead (``engine/resolving.py``). Never fetches, never touches the
-sieve. Sleeps until the workbench's next deadline or a wake-up (the todo alarm).
+sieve. Sleeps until the workbench's next deadline (met up to :func:`wake_slack` late) or a wake-up
+(the todo alarm).
 
 With a policy that ranks URLs (``Frontier.ranked``), the ring hands out the best-ranked host
 first (``Frontier.rank``): among the hosts polite now, the policy chooses which goes next. A
@@ -30,6 +31,16 @@ from engine.metrics import WAIT_BUCKETS, Histogram
 from frontier.visit_state import VisitState
 
 BUSY_POLL = 0.01  # seconds between two looks at IPs another agent is fetching from
+WAKE_SLACK_SHARE = 1 / 16  # a deadline may be met this share of the smallest politeness delay late...
+MAX_WAKE_SLACK = 0.2  # ...but no more than this many seconds
+
+
+def wake_slack(host_delay: float, ip_delay: float) -> float:
+    """How late the todo filler may wake for a deadline (``Alarm.wait``): a small share of the
+    politeness delays, so that hosts due within one slack go to the fetchers together while a crawl
+    the delays pace is slowed by at most that share; none without delays."""
+    smallest = min(host_delay, ip_delay) if host_delay > 0 and ip_delay > 0 else max(host_delay, ip_delay)
+    return min(MAX_WAKE_SLACK, WAKE_SLACK_SHARE * smallest) if smallest > 0 else 0.0
 
 
 class TodoRing:
@@ -213,7 +224,11 @@ class TodoFiller:
             deadline = frontier.next_deadline()
             if busy:  # polled with one system call each: cheaper than handing them back and forth
                 deadline = min(deadline, now + BUSY_POLL) if deadline is not None else now + BUSY_POLL
-            await crew.todo_alarm.wait(deadline)  # nothing is polite before it, unless woken
+            slack = 0.0
+            if deadline is not None:  # read on every landed fetch: nothing to compute without a deadline
+                politeness = crew.config.politeness
+                slack = wake_slack(politeness.host_delay, politeness.ip_delay)
+            await crew.todo_alarm.wait(deadline, slack)  # nothing is polite before it, unless woken
             if deadline is not None:
                 self.politeness_wait.observe(time.monotonic() - now)
 

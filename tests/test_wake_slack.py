@@ -1,0 +1,84 @@
+"""The todo filler's wake-ups: deadlines close together end in one wake-up, never before the deadline.
+
+``engine/crew.py: Alarm`` on a real event loop and its clock; ``engine/todo.py: wake_slack``
+(how late a deadline may be met, from the politeness delays).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.crew import Alarm
+from engine.todo import MAX_WAKE_SLACK, WAKE_SLACK_SHARE, wake_slack
+
+SLACK = 0.05
+
+
+async def woken_at(alarm: Alarm, deadline: float, slack: float) -> float:
+    await alarm.wait(deadline, slack)
+    return asyncio.get_running_loop().time()
+
+
+def test_deadlines_within_one_slack_end_in_one_wake_up_at_its_end() -> None:
+    async def main() -> tuple[list[float], list[float]]:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        # three deadlines inside one slot of the slack grid, so all three are met at its end
+        slot_end = (int(start / SLACK) + 3) * SLACK
+        deadlines = [slot_end - 0.9 * SLACK, slot_end - 0.5 * SLACK, slot_end - 0.1 * SLACK]
+        woken = await asyncio.gather(*(woken_at(Alarm(), d, SLACK) for d in deadlines))
+        return deadlines, list(woken)
+
+    deadlines, woken = asyncio.run(main())
+    resolution = time.get_clock_info("monotonic").resolution  # the loop may run a timer this early
+    for deadline, at in zip(deadlines, woken, strict=True):
+        assert at >= deadline - resolution, "woken before its deadline: politeness would break"
+    assert max(woken) - min(woken) < SLACK / 2, f"three deadlines in one slot woke apart: {woken}"
+    assert min(woken) >= deadlines[-1] - resolution
+
+
+def test_without_slack_a_deadline_is_met_on_time() -> None:
+    async def main() -> tuple[float, float]:
+        deadline = asyncio.get_running_loop().time() + 0.02
+        return deadline, await woken_at(Alarm(), deadline, 0.0)
+
+    deadline, at = asyncio.run(main())
+    assert deadline - 0.002 <= at < deadline + 0.1  # loose above: a loaded machine runs timers late
+
+
+def test_a_fire_wakes_at_once_whatever_the_slack() -> None:
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        alarm = Alarm()
+        start = loop.time()
+        waiting = asyncio.create_task(alarm.wait(start + 10.0, 5.0))
+        await asyncio.sleep(0)  # let the waiter start waiting
+        alarm.fire()
+        await asyncio.wait_for(waiting, timeout=2.0)
+        return loop.time() - start
+
+    assert asyncio.run(main()) < 1.0
+
+
+@pytest.mark.parametrize(("host_delay", "ip_delay", "expected"), [
+    (0.0, 0.0, 0.0),  # an unbound crawl waits for no deadline late
+    (0.2, 0.05, 0.05 * WAKE_SLACK_SHARE),  # the smaller delay sets it
+    (0.0, 0.5, 0.5 * WAKE_SLACK_SHARE),  # a zero delay binds nothing
+    (20.0, 5.0, MAX_WAKE_SLACK),
+])
+def test_the_slack_is_a_small_share_of_the_smallest_delay(host_delay: float, ip_delay: float, expected: float) -> None:
+    assert wake_slack(host_delay, ip_delay) == pytest.approx(expected)
+
+
+@given(st.floats(0, 100), st.floats(0, 100))
+def test_the_slack_never_exceeds_its_share_of_any_delay(host_delay: float, ip_delay: float) -> None:
+    slack = wake_slack(host_delay, ip_delay)
+    assert 0 <= slack <= MAX_WAKE_SLACK
+    for delay in (host_delay, ip_delay):
+        if delay > 0:
+            assert slack <= WAKE_SLACK_SHARE * delay
