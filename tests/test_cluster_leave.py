@@ -68,6 +68,15 @@ def finish(process: subprocess.Popen[str], root: Path, node: str, timeout: float
     return (root / f"{node}.stderr").read_text()
 
 
+def said(root: Path, nodes: Sequence[str] = NODES, lines: int = 15) -> str:
+    """The last ``lines`` lines each machine wrote on its stderr: what a failed wait shows, since a
+    machine that stalled or died says why there."""
+    def tail(node: str) -> str:
+        path = root / f"{node}.stderr"
+        return "\n".join(path.read_text().splitlines()[-lines:]) if path.exists() else "(no stderr file)"
+    return "\n".join(f"--- {node}.stderr\n{tail(node)}" for node in nodes)
+
+
 def kill_leftovers(machines: dict[str, subprocess.Popen[str]]) -> None:
     """Every machine still running at the end of a test (one that failed), with its whole tree."""
     for process in machines.values():

@@ -23,7 +23,7 @@ from pathlib import Path
 from tests.invitro_harness import WebThread, page_requests, reachable, robots_for, url_of, when_logged
 from tests.nats_server import nats_server
 from tests.test_agents import records_at_crash
-from tests.test_cluster_leave import IN_FLIGHT, NODES, WEB, kill_leftovers, of_b, start, wait_manifest
+from tests.test_cluster_leave import IN_FLIGHT, NODES, WEB, kill_leftovers, of_b, said, start, wait_manifest
 
 CRAWL_DELAY = 4.0  # above the TTL (2 s) and the host delay (0.2 s)
 DELAYED = dataclasses.replace(WEB, robots_crawl_delay_share=1.0, robots_crawl_delay=CRAWL_DELAY)
@@ -62,7 +62,8 @@ def test_the_survivors_wait_a_host_crawl_delay_since_the_gone_machine_last_fetch
             fetched = when_logged(web, b_page)
             machines = {node: start(tmp_path, node, seeds, web, broker.url) for node in NODES}
             try:
-                assert fetched.wait(120), "b fetched no page of its hosts"
+                assert fetched.wait(120), (f"b fetched no page of its hosts; the web answered "
+                                           f"{web.web.service.log.records} requests\n{said(tmp_path)}")
                 assert wait_stored(tmp_path / "b", page[0], 30), "b did not store its page"
                 os.killpg(machines["b"].pid, signal.SIGKILL)
                 killed = time.monotonic()
