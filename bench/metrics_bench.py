@@ -1,4 +1,4 @@
-"""Micro-benchmark of observing a fetch latency: ``engine.metrics.Histogram`` against prometheus-client's.
+"""Micro-benchmark of observing a fetch latency: ``engine.histogram.Histogram`` against prometheus-client's.
 
 The fetch loop observes once per fetch. prometheus-client's ``Histogram.observe`` takes a
 lock and walks its buckets; ours bisects a tuple and adds to a list (and is summed across
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import prometheus_client
 
-from engine.metrics import LATENCY_BUCKETS, Histogram
+from engine.histogram import LATENCY_BUCKETS, Histogram
 
 
 def main() -> None:
@@ -30,7 +30,7 @@ def main() -> None:
     ours = Histogram(LATENCY_BUCKETS)
     theirs = prometheus_client.Histogram("latency", "fetch latency", buckets=LATENCY_BUCKETS,
                                          registry=prometheus_client.CollectorRegistry())
-    calls: dict[str, Callable[[float], None]] = {"engine.metrics.Histogram": ours.observe,
+    calls: dict[str, Callable[[float], None]] = {"engine.histogram.Histogram": ours.observe,
                                                  "prometheus_client.Histogram": theirs.observe}
     times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(args.repeat):

@@ -40,7 +40,8 @@ from sklearn.metrics import roc_auc_score
 from bench.runner import Web, crawl, invitro_web, machine
 from bench.spam_budget import pages_by_kind, read_labels
 from engine.learn_quality import read_crawl
-from frontier.quality import HostSample, Model
+from frontier.quality import HostSample
+from frontier.quality_model import Model
 
 HERE = Path(__file__).resolve().parent
 

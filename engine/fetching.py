@@ -22,7 +22,7 @@ from engine.crew import Crew
 from engine.errors import RemoteError, retry_after
 from engine.fetch import Fetcher, FetchResult
 from engine.ip_table import SharedIpTable
-from engine.metrics import LATENCY_BUCKETS, Histogram
+from engine.histogram import LATENCY_BUCKETS, Histogram
 from engine.parse import parse_location
 from engine.pipeline import REDIRECTS, Pipeline
 from engine.resume import InFlightSlots

@@ -19,52 +19,26 @@ up across agents:
   counter whose name starts with ``cluster_`` (per-cluster counts of the clustergraph policy),
   ``key`` for any other.
 
-:class:`Histogram` is what the fetch loop observes into (fetch latency; the todo filler's
-politeness waits): a bisect and two additions, no lock and no label lookup, several times
-cheaper than prometheus-client's own ``Histogram.observe``.
+:class:`~engine.histogram.Histogram` (``engine/histogram.py``) is what the fetch loop observes
+into (fetch latency; the todo filler's politeness waits): a bisect and two additions, no lock and
+no label lookup, several times cheaper than prometheus-client's own ``Histogram.observe``.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 from prometheus_client.registry import CollectorRegistry
-from prometheus_client.utils import floatToGoString
 
-__all__ = ["CONTENT_TYPE", "GAUGES", "HISTOGRAMS", "LATENCY_BUCKETS", "WAIT_BUCKETS", "Exporter", "Histogram"]
+from engine.histogram import LATENCY_BUCKETS, WAIT_BUCKETS
+
+__all__ = ["CONTENT_TYPE", "GAUGES", "HISTOGRAMS", "Exporter"]
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
-
-# seconds from the start of a fetch to its last byte
-LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-# seconds the todo filler sleeps because no host and IP are polite yet
-WAIT_BUCKETS = (0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 30.0)
-
-
-class Histogram:
-    """Counts of observations per bucket: ``value <= bound``, and one bucket above the last bound."""
-
-    __slots__ = ("bounds", "counts", "sum")
-
-    def __init__(self, bounds: Sequence[float]) -> None:
-        self.bounds = tuple(bounds)
-        self.counts = [0] * (len(self.bounds) + 1)
-        self.sum = 0.0
-
-    def observe(self, value: float) -> None:
-        self.counts[bisect_left(self.bounds, value)] += 1
-        self.sum += value
-
-    def as_dict(self) -> dict[str, Any]:
-        """``{"counts": {"0.005": n, ..., "+Inf": n}, "sum": s}``: per bucket, not cumulative."""
-        keys = [floatToGoString(b) for b in (*self.bounds, float("inf"))]  # type: ignore[no-untyped-call]
-        return {"counts": dict(zip(keys, self.counts)), "sum": self.sum}
-
 
 # counters of ``stats`` → (metric name after crawl_, help); fields not listed are exported under their own name
 _COUNTERS = {

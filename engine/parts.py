@@ -13,11 +13,11 @@ from typing import Any
 
 from engine.config import Config, ConfigError, describe
 from engine.ip_table import SharedIpTable
-from engine.metrics import Histogram
+from engine.histogram import Histogram
 from frontier.filters import PhaseFilters
 from frontier.frontier import Frontier
 from frontier.policy import build
-from frontier.quality import Model, QualityFilter
+from frontier.quality import QualityFilter
 from frontier.scope import Scope
 from frontier.settings import FrontierSettings, FrontierStatistics
 from store.archive import Archive, config_digest
@@ -60,6 +60,8 @@ def build_quality(config: Config) -> QualityFilter | None:
     q = config.quality
     if not q.model:
         return None
+    from frontier.quality_model import Model  # here: numpy costs every agent ~0.1 CPU-s a start, and only a model needs it
+
     try:
         model = Model.load(Path(q.model))
     except ValueError as e:

@@ -43,7 +43,7 @@ class AgentStatus:
     sieve_ready: int = 0
     sieve_pending: int = 0
     dns_cache: int = 0
-    histograms: Mapping[str, Any] = field(default_factory=dict)  # name -> engine.metrics.Histogram.as_dict()
+    histograms: Mapping[str, Any] = field(default_factory=dict)  # name -> engine.histogram.Histogram.as_dict()
     policy: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # the crawl policy's counters()
     links_out: Mapping[str, Sequence[int]] = field(default_factory=dict)  # receiver -> spool end, as written
     links_in: Mapping[str, Sequence[int]] = field(default_factory=dict)  # sender -> read position

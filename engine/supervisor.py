@@ -62,11 +62,8 @@ import orjson
 
 from engine.channel import EXIT_STORE_FULL, MANIFEST
 from engine.config import Config, describe
-from engine.control import ControlServer, token_for
 from engine.folder_lock import lock_folder
 from engine.ip_table import SharedIpTable
-from engine.metrics import Exporter
-
 from engine.progress import ProgressDisplay, add_point, sample
 from engine.sdnotify import Notifier
 from engine.stats import NOT_ADDED, Counters, cpu_seconds, rss_bytes, write_json
@@ -74,11 +71,16 @@ from engine.status import TOP_HOSTS, AgentStatus, add_up
 from frontier.urls import canonicalize
 from store.errors import StoreFull, free_space, preallocate
 
-if TYPE_CHECKING:  # imported when a machine joins a crawl over several (they bring in nats)
+if TYPE_CHECKING:  # imported when a machine joins a crawl over several (they bring in nats), or the control API is on
     from engine.machines import Machines
+    from engine.metrics import Exporter
 
 RESERVE = "reserve"  # OUT/reserve: room set aside while the crawl runs, given back for stats.json on a full disk
 RESERVE_BYTES = 1 << 20
+# An agent is one core's worth of work (one process per core): a BLAS library's thread pool (numpy's
+# OpenBLAS starts one thread per core at import) would only oversubscribe the machine, and its start
+# cost each agent ~0.1 CPU-s here. A value the user set is kept.
+ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 MAX_RESTARTS = 5  # within RESTART_WINDOW seconds, per agent
 RESTART_WINDOW = 60.0
 TICK = 0.5  # seconds between two looks at the agents' statuses
@@ -141,7 +143,7 @@ class Supervisor:
         self.paused = False
         self.command_seq = 0
         self.heard = asyncio.Event()  # set on every status line
-        self.exporter = Exporter(self.status)
+        self.exporter: Exporter | None = None  # made with the control server, the one reader of metrics()
         self.display = ProgressDisplay(config.engine.progress, max_pages=config.engine.max_pages,
                                        max_seconds=config.engine.max_seconds)
         self._max_seconds_timer: asyncio.TimerHandle | None = None
@@ -179,6 +181,11 @@ class Supervisor:
         self._children_cpu_at_start = cpu_seconds(resource.RUSAGE_CHILDREN)
         control = None
         if self.config.control.listen and not self.stopping:
+            # imported here: aiohttp's server and prometheus-client cost ~0.3 CPU-s a start, for a crawl without the API too
+            from engine.control import ControlServer, token_for
+            from engine.metrics import Exporter
+
+            self.exporter = Exporter(self.status)
             control = ControlServer(self.config.control.listen, token_for(self.config.control.token), self,
                                     allow_remote=self.config.control.allow_remote)
             await control.start()
@@ -318,7 +325,9 @@ class Supervisor:
             args = [sys.executable, "-m", "engine.agent_process", str(self.out), str(agent.index), str(theirs.fileno())]
             if fresh:  # the IP table, with its page count, is new: count the pages of a resumed crawl
                 args.append("--count-restored-pages")
-            agent.process = await asyncio.create_subprocess_exec(*args, pass_fds=(theirs.fileno(), self.folder_lock))
+            env = {**{name: "1" for name in ONE_THREAD}, **os.environ}
+            agent.process = await asyncio.create_subprocess_exec(*args, pass_fds=(theirs.fileno(), self.folder_lock),
+                                                                 env=env)
         reader, agent.writer = await asyncio.open_connection(sock=mine)
         if self.stopping:
             self.send(agent, {"cmd": "stop", "reason": self.stop_reason})
@@ -446,6 +455,7 @@ class Supervisor:
         return status
 
     def metrics(self) -> bytes:
+        assert self.exporter is not None, "metrics() is the control server's, made with it"
         return self.exporter.render()
 
     async def command(self, command: dict[str, Any], until: Callable[[AgentStatus], bool] | None = None,

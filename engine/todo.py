@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from engine.crew import Crew
 from engine.ip_table import BUSY, SharedIpTable
-from engine.metrics import WAIT_BUCKETS, Histogram
+from engine.histogram import WAIT_BUCKETS, Histogram
 from frontier.visit_state import VisitState
 
 BUSY_POLL = 0.01  # seconds between two looks at IPs another agent is fetching from

@@ -99,7 +99,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
-import importlib.metadata
 import pkgutil
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -230,6 +229,8 @@ def _search() -> None:
     global _searched
     if _searched:
         return
+    import importlib.metadata  # here, not at the top: ~0.03 CPU-s a process, and only a policy not built in needs it
+
     import frontier.policies as package
 
     for module in pkgutil.iter_modules(package.__path__):

@@ -31,18 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from frontier.markdown_table import markdown_table
-from frontier.quality import (
-    B,
-    CONTENT_FEATURES,
-    K1,
-    LINK_FEATURES,
-    TRIGRAM_WORDS,
-    HostSample,
-    Model,
-    PageText,
-    encode_word,
-    forest_arrays,
-)
+from frontier.quality import CONTENT_FEATURES, LINK_FEATURES, TRIGRAM_WORDS, HostSample, PageText, encode_word
+from frontier.quality_model import B, K1, Model, forest_arrays
 
 DF_BAND = (0.10, 0.50)
 MAX_VOCABULARY = 10_000

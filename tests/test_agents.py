@@ -23,6 +23,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from bench.invitro import WebParams
 from engine.ownership import HashRing
+from engine.supervisor import ONE_THREAD
 from tests.invitro_harness import crawl_command as harness_command
 from tests.invitro_harness import (
     WebThread,
@@ -243,6 +244,28 @@ def test_an_agent_killed_alone_is_restarted_and_its_hosts_continue(tmp_path: Pat
     assert victims_hosts, "the killed agent owned hosts"
     assert sum(n - 1 for n in requested.values()) <= FETCHERS
     check_politeness(log)
+
+
+def test_an_agent_runs_one_blas_thread_unless_the_user_set_another_count(tmp_path: Path) -> None:
+    """An agent is one core's work: numpy's BLAS thread pool (a thread per core, started at import) would
+    only oversubscribe the machine. A count the user set in the environment is kept."""
+    web = WebThread(WEB, tmp_path / "requests.jsonl")
+    seeds = web.web.seeds[:6]
+    env = {name: value for name, value in os.environ.items() if name not in ONE_THREAD} | {"MKL_NUM_THREADS": "3"}
+    try:
+        answered = when_requests(web, 5)
+        crawl = subprocess.Popen(crawl_command(tmp_path / "out", seeds, web.web.dns_address), env=env,
+                                 stderr=subprocess.PIPE, text=True)
+        assert answered.wait(120)
+        environs = [dict(item.split(b"=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if item)
+                    for pid in agent_pids(crawl.pid)]
+        _, stderr = crawl.communicate(timeout=240)
+        assert crawl.returncode == 0, stderr
+    finally:
+        web.stop()
+    assert len(environs) == 2
+    for environ in environs:
+        assert (environ[b"OPENBLAS_NUM_THREADS"], environ[b"OMP_NUM_THREADS"], environ[b"MKL_NUM_THREADS"]) == (b"1", b"1", b"3")
 
 
 # -- the output folder and the command line ----------------------------------------------------------

@@ -322,3 +322,13 @@ def test_an_agent_process_loads_no_supervisor_web_client_nor_terminal_drawing() 
     probe = f"import sys, engine.agent, engine.agent_process; print(*[m for m in {heavy!r} if m in sys.modules])"
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     assert loaded.stdout.split() == []
+
+
+def test_a_supervisor_without_the_control_api_loads_no_web_server_metrics_nor_numpy() -> None:
+    """The supervisor's imports are paid at every start (aiohttp's server ~0.2 CPU-s, numpy ~0.1,
+    prometheus-client ~0.05): a crawl without ``control.listen`` uses none of them, nor does any
+    command that only reads a configuration."""
+    heavy = ("engine.control", "aiohttp", "prometheus_client", "numpy")
+    probe = f"import sys, engine.cli, engine.supervisor; print(*[m for m in {heavy!r} if m in sys.modules])"
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert loaded.stdout.split() == []

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine.metrics import GAUGES, LATENCY_BUCKETS, Exporter, Histogram
+from engine.histogram import LATENCY_BUCKETS, WAIT_BUCKETS, Histogram, bucket_name
+from engine.metrics import GAUGES, Exporter
 from engine.stats import Counters
 from engine.status import add_up
 
@@ -32,6 +33,13 @@ def samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]
         for family in text_string_to_metric_families(text.decode())
         for s in family.samples
     }
+
+
+@given(st.floats(min_value=1e-9, max_value=999_999.0, allow_nan=False)
+       | st.sampled_from([*LATENCY_BUCKETS, *WAIT_BUCKETS, float("inf")]))
+def test_a_bucket_is_named_as_prometheus_names_it(bound: float) -> None:
+    """The agents name buckets without prometheus-client; the supervisor adds them up by name and renders the sum."""
+    assert bucket_name(bound) == prometheus_client.utils.floatToGoString(bound)  # type: ignore[no-untyped-call]
 
 
 def test_histogram_buckets_are_upper_bounds_inclusive() -> None:

@@ -17,18 +17,8 @@ from hypothesis import strategies as st
 from engine import config as configuration
 from engine.quality_text import page_text
 from frontier.frontier import Frontier
-from frontier.quality import (
-    FEATURES,
-    LINK_FEATURES,
-    LINKED_HOSTS,
-    HostSample,
-    Model,
-    PageText,
-    QualityFilter,
-    forest_arrays,
-    forest_probability,
-    reads_page,
-)
+from frontier.quality import FEATURES, LINK_FEATURES, LINKED_HOSTS, HostSample, PageText, QualityFilter, reads_page
+from frontier.quality_model import Model, forest_arrays, forest_probability
 from frontier.settings import FrontierSettings
 
 PAGE = (
