@@ -7,7 +7,8 @@ server rather than the crawler was the bottleneck. The crawler runs as shipped (
 core, the archive with its index, link graph and dedup) unless ``--processes`` says otherwise;
 ``html_pages_per_cpu_second`` is the figure a user would quote: HTML 200 responses in the WARC
 files over the CPU of every process of the crawl. Several runs; the figures reported are
-medians. Output: a table on stdout and JSON (``--json FILE``).
+medians; ``warm_pages_per_cpu_second`` is pages of any kind per CPU-second over the second half of
+the run (the start of every process left out). Output: a table on stdout and JSON (``--json FILE``).
 
     python -m bench.crawl_bench --seconds 20 --runs 3
 """
@@ -26,7 +27,9 @@ def one_run(seconds: float, hosts: int, settings: list[str], web_args: list[str]
         folder = Path(tmp)
         with invitro_web(folder, hosts, web_args, log=True) as web:
             run = crawl(web, folder, seconds, settings, agents=agents)
-    return {**whole_run(run), "todo_wait_share_warm": warm(run.stats)["todo_wait_share"]}
+    steady = warm(run.stats)
+    return {**whole_run(run), "todo_wait_share_warm": steady["todo_wait_share"],
+            "warm_pages_per_cpu_second": steady["pages_per_cpu_second"]}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     if len(variants) > 1:
         base = median_of[variants[-1]]
         for v in variants[:-1]:
-            for key in ("pages_per_second", "pages_per_cpu_second", "html_pages_per_cpu_second"):
+            for key in ("pages_per_second", "pages_per_cpu_second", "html_pages_per_cpu_second", "warm_pages_per_cpu_second"):
                 print(f"ratio {key} {v} / {variants[-1]}: {median_of[v][key] / base[key]:.2f}")
     result = {"seconds": args.seconds, "hosts": args.hosts, "settings": settings, "processes": args.processes, "runs": runs,
               "median": median_of[variants[0]], "medians": median_of}
