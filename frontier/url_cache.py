@@ -110,6 +110,13 @@ class UrlCache:
         self._position = position
         return True
 
+    def hit(self, fp: int) -> bool:
+        """Whether ``fp`` was recently seen, counted as a hit if so; a miss inserts nothing (:meth:`add` does)."""
+        if fp in self._seen:
+            self._hits += 1
+            return True
+        return False
+
     def __contains__(self, fp: int) -> bool:
         return fp in self._seen
 

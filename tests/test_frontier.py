@@ -289,3 +289,33 @@ def test_top_hosts_are_those_with_the_most_pages_and_say_what_waits(tmp_path: Pa
         assert waiting == vs.queued + vs.on_disk
     assert len(f.distributor.top_hosts(10)) == 4
     f.close()
+
+
+class ContextRanks(CrawlPolicy):
+    """A policy that ranks by context and judges no link: the URL cache is looked up first for it."""
+
+    ranks_urls = True
+    wants_context = True
+
+    def __init__(self) -> None:
+        super().__init__(None, None)
+        self.asked: list[tuple[str, str]] = []
+
+    def priority(self, url: str, parent: str | None, context: LinkContext | None) -> int:
+        assert context is not None
+        self.asked.append((url, context.anchor_text))
+        return 0
+
+
+def test_a_remembered_link_is_a_hit_before_any_other_check_and_contexts_stay_with_their_links(tmp_path: Path) -> None:
+    policy = ContextRanks()
+    f = Frontier(tmp_path, FrontierSettings(sieve_flush_interval=0.0), policy=policy)
+    first = ["http://a.test/1", "http://a.test/2", "http://b.test/1"]
+    assert f.discover(first, "http://p.test/", [LinkContext("a", "html/body/a", u) for u in first]) == 3
+    # offered again between new links, a.test/1 and a.test/2 are hits; the new links keep their own contexts
+    again = ["http://c.test/1", "http://a.test/1", "http://b.test/2", "http://a.test/2"]
+    assert f.discover(again, "http://p.test/", [LinkContext("a", "html/body/a", u) for u in again]) == 2
+    assert policy.asked == [(u, u) for u in [*first, "http://c.test/1", "http://b.test/2"]]
+    s = f.statistics()
+    assert (s.discovered, s.cache_hits, s.dup_lookups, dict(s.drops)) == (5, 2, 7, {})
+    assert f.cache.statistics().hits == 2

@@ -428,14 +428,19 @@ def test_statistics_and_repr(tmp_path: Path) -> None:
 
 
 @settings(deadline=None)
-@given(picks=st.lists(st.integers(0, 300), max_size=600), max_bytes=st.integers(cache_bytes(1), 1 << 16))
-def test_cache_matches_a_fifo_model(picks: list[int], max_bytes: int) -> None:
+@given(picks=st.lists(st.integers(0, 300), max_size=600), max_bytes=st.integers(cache_bytes(1), 1 << 16),
+       hit_first=st.booleans())
+def test_cache_matches_a_fifo_model(picks: list[int], max_bytes: int, hit_first: bool) -> None:
+    """``add`` alone, or ``hit`` then ``add`` on a miss (the frontier's order when nothing judges links)."""
     cache = UrlCache(max_bytes)
     fifo: deque[int] = deque()
     for p in picks:
         fp = xxhash.xxh3_64_intdigest(b"%d" % p)
         new = fp not in fifo
-        assert cache.add(fp) is new
+        if hit_first:
+            assert cache.hit(fp) is not new
+        if not hit_first or new:
+            assert cache.add(fp) is new
         if new:
             fifo.append(fp)
             if len(fifo) > cache.capacity:
