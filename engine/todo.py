@@ -30,9 +30,18 @@ from engine.ip_table import BUSY, SharedIpTable
 from engine.histogram import WAIT_BUCKETS, Histogram
 from frontier.visit_state import VisitState
 
-BUSY_POLL = 0.01  # seconds between two looks at IPs another agent is fetching from
+BUSY_POLL = 0.01  # seconds between two looks at IPs another agent is fetching from, with no IP delay
 WAKE_SLACK_SHARE = 1 / 16  # a deadline may be met this share of the smallest politeness delay late...
 MAX_WAKE_SLACK = 0.2  # ...but no more than this many seconds
+
+
+def busy_poll(ip_delay: float) -> float:
+    """Seconds between two looks at the hosts whose IP another agent is fetching from. Once that fetch
+    ends the IP is not free for ``ip_delay`` more (the IP table then says until when, and the host waits
+    on the workbench), so noticing the end up to half of it late delays no fetch. A look costs a lookup
+    per waiting host and a wake-up: every 10 ms, they cost a politeness-bound two-agent crawl ~4% of
+    its CPU per page (``bench/RESULTS.md``, issue 18)."""
+    return max(BUSY_POLL, ip_delay / 2)
 
 
 def wake_slack(host_delay: float, ip_delay: float) -> float:
@@ -222,11 +231,12 @@ class TodoFiller:
                     busy.append(vs)
             self.todo.reopen()
             deadline = frontier.next_deadline()
+            politeness = crew.config.politeness
             if busy:  # polled with one system call each: cheaper than handing them back and forth
-                deadline = min(deadline, now + BUSY_POLL) if deadline is not None else now + BUSY_POLL
+                poll = now + busy_poll(politeness.ip_delay)
+                deadline = min(deadline, poll) if deadline is not None else poll
             slack = 0.0
             if deadline is not None:  # read on every landed fetch: nothing to compute without a deadline
-                politeness = crew.config.politeness
                 slack = wake_slack(politeness.host_delay, politeness.ip_delay)
             await crew.todo_alarm.wait(deadline, slack)  # nothing is polite before it, unless woken
             if deadline is not None:

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.crew import Alarm
-from engine.todo import MAX_WAKE_SLACK, WAKE_SLACK_SHARE, wake_slack
+from engine.todo import BUSY_POLL, MAX_WAKE_SLACK, WAKE_SLACK_SHARE, busy_poll, wake_slack
 
 SLACK = 0.05
 
@@ -82,3 +82,14 @@ def test_the_slack_never_exceeds_its_share_of_any_delay(host_delay: float, ip_de
     for delay in (host_delay, ip_delay):
         if delay > 0:
             assert slack <= WAKE_SLACK_SHARE * delay
+
+
+@given(st.floats(0.0, 1e4), st.floats(0.02, 1e4))
+def test_an_ip_another_agent_held_is_seen_free_before_its_delay_runs_out(host_delay: float, ip_delay: float) -> None:
+    """A host waiting on an IP another agent fetches from is looked at again at most half the IP delay
+    (and the wake slack) after that fetch ends: before the IP is free again, so no fetch is delayed."""
+    assert busy_poll(ip_delay) + wake_slack(host_delay, ip_delay) < ip_delay
+
+
+def test_without_an_ip_delay_a_busy_ip_is_looked_at_every_10_ms() -> None:
+    assert busy_poll(0.0) == BUSY_POLL == 0.01 and busy_poll(1.0) == 0.5
