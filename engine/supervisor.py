@@ -78,8 +78,8 @@ if TYPE_CHECKING:  # imported when a machine joins a crawl over several (they br
 RESERVE = "reserve"  # OUT/reserve: room set aside while the crawl runs, given back for stats.json on a full disk
 RESERVE_BYTES = 1 << 20
 # An agent is one core's worth of work (one process per core): a BLAS library's thread pool (numpy's
-# OpenBLAS starts one thread per core at import) would only oversubscribe the machine, and its start
-# cost each agent ~0.1 CPU-s here. A value the user set is kept.
+# OpenBLAS starts one thread per core at import; the sieve's numpy calls use none) would only
+# oversubscribe the machine, and starting it cost each agent 0.01-0.1 CPU-s here. A value the user set is kept.
 ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 MAX_RESTARTS = 5  # within RESTART_WINDOW seconds, per agent
 RESTART_WINDOW = 60.0
@@ -181,7 +181,7 @@ class Supervisor:
         self._children_cpu_at_start = cpu_seconds(resource.RUSAGE_CHILDREN)
         control = None
         if self.config.control.listen and not self.stopping:
-            # imported here: aiohttp's server and prometheus-client cost ~0.3 CPU-s a start, for a crawl without the API too
+            # imported here, not at the top: aiohttp's server and prometheus-client cost ~0.3 CPU-s at every start
             from engine.control import ControlServer, token_for
             from engine.metrics import Exporter
 

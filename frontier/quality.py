@@ -9,12 +9,12 @@ engine reads each page (``engine/quality_text.py``: HTML → :class:`PageText`, 
 parser already found); everything after that is here and in ``frontier/quality_model.py`` (the
 learnt model: a host's sums → its vector → a score, with numpy), so ``crawl learn quality``
 (``engine/learn_quality.py``, ``frontier/quality_train.py``) and the crawl build a host's vector
-with the same code. This module holds what every crawl imports (its configuration names
-:data:`ACTIONS` and :data:`MODEL_FILE`): the feature names, the page and host records, and
-
-* :class:`QualityFilter`: per host, pages until ``n``, then one score and a verdict; the
-  accumulator is freed once the host is scored, so memory per host in progress is bounded by
-  the vocabulary (its term counts) and :data:`LINKED_HOSTS`, and a judged host costs one set entry.
+with the same code. This module holds what every crawl imports, numpy not among it (its
+configuration names :data:`ACTIONS` and :data:`MODEL_FILE`): the feature names, the page and
+host records, and :class:`QualityFilter`: per host, pages until ``n``, then one score and a
+verdict; the accumulator is freed once the host is scored, so memory per host in progress is
+bounded by the vocabulary (its term counts) and :data:`LINKED_HOSTS`, and a judged host costs one
+set entry.
 
 Of a host's first ``n`` pages the filter reads ``read`` (:func:`reads_page`: evenly spread, the
 ``n``-th always; ``crawl learn quality --read``, default 20), so a host costs at most ``read``
