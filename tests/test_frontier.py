@@ -309,13 +309,17 @@ class ContextRanks(CrawlPolicy):
 
 def test_a_remembered_link_is_a_hit_before_any_other_check_and_contexts_stay_with_their_links(tmp_path: Path) -> None:
     policy = ContextRanks()
-    f = Frontier(tmp_path, FrontierSettings(sieve_flush_interval=0.0), policy=policy)
+    f = Frontier(tmp_path, FrontierSettings(sieve_flush_interval=0.0, max_urls_per_host=2), policy=policy)
     first = ["http://a.test/1", "http://a.test/2", "http://b.test/1"]
     assert f.discover(first, "http://p.test/", [LinkContext("a", "html/body/a", u) for u in first]) == 3
-    # offered again between new links, a.test/1 and a.test/2 are hits; the new links keep their own contexts
-    again = ["http://c.test/1", "http://a.test/1", "http://b.test/2", "http://a.test/2"]
+    f.flush()
+    for vs in f.distribute(0.0):
+        f.resolved(vs, "10.0.0.1")
+    assert f.distributor.host_to_visit_state["http://a.test"].scheduled == 2  # a.test is full now
+    # a.test/1 is remembered: a hit, though its host is full; a.test/3 is new: the host limit drops it
+    again = ["http://c.test/1", "http://a.test/1", "http://b.test/2", "http://a.test/3"]
     assert f.discover(again, "http://p.test/", [LinkContext("a", "html/body/a", u) for u in again]) == 2
     assert policy.asked == [(u, u) for u in [*first, "http://c.test/1", "http://b.test/2"]]
     s = f.statistics()
-    assert (s.discovered, s.cache_hits, s.dup_lookups, dict(s.drops)) == (5, 2, 7, {})
-    assert f.cache.statistics().hits == 2
+    assert (s.discovered, s.cache_hits, s.dup_lookups, dict(s.drops)) == (5, 1, 6, {"host_limit": 1})
+    assert f.cache.statistics().hits == 1
