@@ -29,7 +29,9 @@ Why these choices:
   walk (``posix_lock_inode``).
 * **A busy slot is mostly seen, not locked**: the pid in the slot says another agent is
   fetching, which costs no system call; the lock is tried again once a second in case that
-  agent died (profiling showed ``lockf`` polls at 5% of an agent's CPU otherwise).
+  agent died (profiling showed ``lockf`` polls at 5% of an agent's CPU otherwise). Nor is a
+  slot whose next allowed start is still ahead: that instant only grows, so what the map shows
+  without the lock is a lower bound of the answer the lock would give.
 
 Slot 0 holds the crawl's page counter, so that ``engine.max_pages`` is exact across agents.
 
@@ -120,9 +122,14 @@ class SharedIpTable:
         offset = slot * SLOT.size
         if slot in self._held:
             return BUSY
-        holder = SLOT.unpack_from(self._map, offset)[1]
+        seen: float
+        seen, holder = SLOT.unpack_from(self._map, offset)
         if holder and now < self._probed.get(slot, now):
             return BUSY  # another agent's fetch, as the slot says: no system call needed to know
+        if not holder and seen > now:
+            # Read without the lock, and enough: the next allowed start only ever grows, so the
+            # real one is at least this one, and the lock would only say "not before" a later instant.
+            return seen
         if not self._lock(slot, blocking=False):
             self._probed[slot] = now + PROBE_EVERY  # until then, trust the slot's pid
             return BUSY

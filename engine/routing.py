@@ -434,12 +434,16 @@ class LinkRouter:
         my_contexts: list[LinkContext] | None = [] if contexts is not None else None
         theirs: dict[tuple[int, bool], tuple[list[str], list[LinkContext] | None]] = {}
         me, owner, by_policy, handed = self.index, self.owner, self.url_owner is not None, self.handed_to
+        # the hot path, by host alone: an authority seen before is one look-up, without a call
+        known = self._owners if not by_policy and not handed and not self.taken else {}
         for i, url in enumerate(links):
             if by_policy:
                 who = self.owner_of(url)
-            else:  # the hot path: by host alone
+            else:
                 slash = url.find("/", 8)
-                who = owner(url if slash < 0 else url[:slash])
+                authority = url if slash < 0 else url[:slash]
+                seen = known.get(authority)
+                who = owner(authority) if seen is None else seen
             if who == me:
                 mine.append(url)
                 if my_contexts is not None and contexts is not None:

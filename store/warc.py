@@ -256,17 +256,15 @@ def _digest(*parts: bytes) -> str:
     return "sha1:" + "".join([_B32[(n >> shift) & 1023] for shift in range(150, -1, -10)])
 
 
-_random = random.Random()
-_random_pid = 0
+_random = random.Random(os.urandom(32))
+# A forked child must not repeat its parent's identifiers: it reseeds once, at the fork, rather
+# than every record asking the kernel for its pid.
+os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
 
 
 def _record_id() -> str:
     """A random (version 4) UUID URN. ``uuid.uuid4`` costs a system call, and a page has four records;
     this takes its 122 random bits from a generator seeded from the OS in each process."""
-    global _random_pid
-    if _random_pid != os.getpid():  # a forked child must not repeat its parent's identifiers
-        _random.seed(os.urandom(32))
-        _random_pid = os.getpid()
     h = f"{_random.getrandbits(128):032x}"
     return f"<urn:uuid:{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}>"
 

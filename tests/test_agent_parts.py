@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import socket
@@ -13,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -186,6 +188,30 @@ def test_an_ip_is_busy_while_another_process_fetches_and_free_after_it_dies(tmp_
     table.release("10.0.0.1", retry + 0.5)
     assert table.try_acquire("10.0.0.1", retry + 0.2, 0.5) == retry + 0.5
     table.close()
+
+
+def test_an_ip_not_yet_allowed_is_answered_without_a_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two agents sharing IPs ask about an IP the other fetched from a moment ago about once a page;
+    the answer is in the map, and the lock (two system calls) would not change it."""
+    path = tmp_path / "ip-table"
+    SharedIpTable.create(path)
+    a, b = SharedIpTable(path), SharedIpTable(path)
+    assert a.try_acquire("10.0.0.1", 100.0, 0.5) is None
+    a.release("10.0.0.1", 100.5)
+    locks: list[tuple[int, int, int, int]] = []
+    real = fcntl.lockf
+
+    def counted(fd: int, cmd: int, length: int = 0, start: int = 0) -> None:
+        locks.append((fd, cmd, length, start))
+        real(fd, cmd, length, start)
+
+    monkeypatch.setattr(fcntl, "lockf", counted)
+    assert b.try_acquire("10.0.0.1", 100.2, 0.5) == 100.5
+    assert not locks
+    assert b.try_acquire("10.0.0.1", 100.5, 0.5) is None and len(locks) == 1, "a free IP is locked as before"
+    b.release("10.0.0.1", 101.0)
+    a.close()
+    b.close()
 
 
 def my_record_locks() -> Counter[str]:

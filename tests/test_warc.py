@@ -385,3 +385,23 @@ def test_warcio_check_accepts_revisit_metadata_and_dns_records(tmp_path: Path) -
     check = subprocess.run([str(Path(sys.executable).parent / "warcio"), "check", "-v", str(path)],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_forked_child_never_repeats_its_parents_record_ids() -> None:
+    """The ids' generator is reseeded in a forked child (agents are started by a supervisor that may fork)."""
+    import os
+
+    from store.warc import _record_id
+
+    _record_id()  # the parent's generator in use before the fork
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next ids, then out at once
+        os.write(write, "\n".join(_record_id() for _ in range(3)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as f:
+        child = set(f.read().split("\n"))
+    parent = {_record_id() for _ in range(3)}
+    assert len(child) == 3 and not child & parent
