@@ -81,7 +81,7 @@ def one_run(machines: int, args: argparse.Namespace) -> dict[str, float]:
                                                           [*cluster, "--node", f"m{i}"]) for i in range(machines)],
                                          args.seconds, folder)
                     broker = cpu_of(server.process.pid) - before
-        pages = sum(html_pages(folder / f"m{i}" / "warc") for i in range(machines))
+        pages = sum(html_pages(folder / f"m{i}" / "warc")[0] for i in range(machines))
         windows = [warm(orjson.loads((folder / f"m{i}" / "stats.json").read_bytes())) for i in range(machines)]
     cpu = sum(c.cpu_seconds for c in costs)
     warm_pages = sum(w["pages_per_second"] * w["warm_seconds"] for w in windows)

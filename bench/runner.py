@@ -49,6 +49,9 @@ CRAWLER_SETTINGS = (
 )
 """``--set`` overrides of every crawler run here: loopback allowed, no progress line"""
 
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+"""the media types of the pages a user counts"""
+
 
 @dataclass(frozen=True, slots=True)
 class ChildCost:
@@ -137,7 +140,9 @@ class CrawlRun:
     server_cpu_seconds: float
     load_average: tuple[float, float, float]
     html_pages: int
-    """HTML responses with status 200 in the WARC files: the pages a user counts"""
+    """HTML responses with status 200 in the WARC files: the pages a user counts, each payload once"""
+    html_duplicates: int
+    """HTML 200 fetches stored as revisits: a payload stored before (the same page under another URL)"""
 
 
 def crawl(web: Web, folder: Path, seconds: float, settings: Sequence[str] = (), proxy: bool = False,
@@ -159,21 +164,22 @@ def crawl(web: Web, folder: Path, seconds: float, settings: Sequence[str] = (), 
     cost = checked(run_child(cmd, timeout=seconds + 120, stderr=stderr), "crawl run", stderr)
     server_cpu = web.cpu_seconds() - server_cpu
     stats = orjson.loads((out / "stats.json").read_bytes())
-    return CrawlRun(stats, cost, server_cpu, load_average(), html_pages(out / "warc"))
+    return CrawlRun(stats, cost, server_cpu, load_average(), *html_pages(out / "warc"))
 
 
-def html_pages(warc_dir: Path) -> int:
-    """HTML responses with status 200 in the WARC files of ``warc_dir``."""
+def html_pages(warc_dir: Path) -> tuple[int, int]:
+    """HTML responses with status 200 in the WARC files of ``warc_dir``, and the revisits among them: fetches whose
+    payload the archive had stored already, written as a revisit record that keeps the HTTP head."""
     from warcio.archiveiterator import ArchiveIterator
 
-    count = 0
+    count = {"response": 0, "revisit": 0}
     for path in sorted(warc_dir.glob("*.warc.gz")):
         with path.open("rb") as f:
             for record in ArchiveIterator(f):
-                if record.rec_type == "response" and record.http_headers.get_statuscode() == "200":
+                if record.rec_type in count and record.http_headers.get_statuscode() == "200":
                     mime = record.http_headers.get_header("Content-Type", "").split(";", 1)[0].strip().lower()
-                    count += mime in ("text/html", "application/xhtml+xml")
-    return count
+                    count[record.rec_type] += mime in HTML_TYPES
+    return count["response"], count["revisit"]
 
 
 def whole_run(run: CrawlRun) -> dict[str, float]:
@@ -183,6 +189,7 @@ def whole_run(run: CrawlRun) -> dict[str, float]:
     return {
         "pages": stats["pages"],
         "html_pages": run.html_pages,
+        "html_duplicates": run.html_duplicates,
         # what a user counts and pays: HTML 200 pages over the CPU of every process, start to exit
         "html_pages_per_cpu_second": run.html_pages / run.cost.cpu_seconds if run.cost.cpu_seconds else 0.0,
         "pages_per_second": stats["pages"] / elapsed,

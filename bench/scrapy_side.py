@@ -9,8 +9,9 @@ requests to a host (our IP delay is 0 and the web has one host per IP, so nothin
 
 Measured per run: pages (responses to page requests, robots.txt excluded: for Scrapy,
 ``downloader/response_count`` less the robots.txt responses), the HTML responses with status
-200 among them (what a user counts: ours read back from the WARC files, Scrapy's from its
-feed), pages/s over the crawl's own elapsed time, pages per CPU-second of the whole crawler
+200 among them, each payload once (what a user counts: ours read back from the WARC files, Scrapy's
+from its feed; ``html_pages``), and with the duplicates too (``html_fetches``: a payload fetched
+before under another URL, which our archive writes as a revisit record and Scrapy's feed lists again), pages/s over the crawl's own elapsed time, pages per CPU-second of the whole crawler
 (every process, start-up included, from ``wait4``), peak RSS (of its largest process), what it
 stored (our WARC request+response records; Scrapy's feed of URL, status, length and type) and
 its size on disk. Reported: medians and the ratios of the
@@ -34,7 +35,7 @@ from typing import Any
 import orjson
 
 from bench import plots
-from bench.runner import (RESULTS_DIR, Web, checked, crawl, invitro_web, load_average, machine, medians,
+from bench.runner import (HTML_TYPES, RESULTS_DIR, Web, checked, crawl, invitro_web, load_average, machine, medians,
                           run_child, write_result)
 
 SPIDER = Path(__file__).with_name("scrapy_spider.py")
@@ -53,6 +54,7 @@ def run_ours(web: Web, folder: Path, args: argparse.Namespace) -> dict[str, floa
         "pages": stats["pages"],
         "html_pages": run.html_pages,
         "html_pages_per_cpu_second": run.html_pages / run.cost.cpu_seconds,
+        "html_fetches_per_cpu_second": (run.html_pages + run.html_duplicates) / run.cost.cpu_seconds,
         "pages_per_second": stats["pages"] / stats["elapsed_seconds"],
         "pages_per_cpu_second": stats["pages"] / run.cost.cpu_seconds,
         "cpu_seconds": run.cost.cpu_seconds,
@@ -76,11 +78,12 @@ def run_scrapy(web: Web, folder: Path, args: argparse.Namespace) -> dict[str, fl
     server_cpu = web.cpu_seconds() - server_cpu
     stats = orjson.loads(stats_file.read_bytes())
     pages = stats.get("downloader/response_count", 0) - stats.get("robotstxt/response_count", 0)
-    html = html_pages_in_feed(feed)
+    html, duplicates = html_pages_in_feed(feed)
     return {
         "pages": pages,
         "html_pages": html,
         "html_pages_per_cpu_second": html / cost.cpu_seconds,
+        "html_fetches_per_cpu_second": (html + duplicates) / cost.cpu_seconds,
         "pages_per_second": pages / stats["elapsed_seconds"],
         "pages_per_cpu_second": pages / cost.cpu_seconds,
         "cpu_seconds": cost.cpu_seconds,
@@ -92,13 +95,15 @@ def run_scrapy(web: Web, folder: Path, args: argparse.Namespace) -> dict[str, fl
     }
 
 
-def html_pages_in_feed(feed: Path) -> int:
-    """The feed's HTML responses with status 200: the pages a user counts, as ours are counted in the WARC."""
+def html_pages_in_feed(feed: Path) -> tuple[int, int]:
+    """The feed's HTML responses with status 200, each payload once, and the duplicates among them (a payload
+    seen before): the pages a user counts, as ours are counted in the WARC, where a duplicate is a revisit."""
     if not feed.exists():
-        return 0
+        return 0, 0
     items = [orjson.loads(line) for line in feed.read_bytes().splitlines() if line.strip()]
-    return sum(item["status"] == 200 and item["type"].split(";", 1)[0].strip().lower() in ("text/html", "application/xhtml+xml")
-               for item in items)
+    html = [item["sha1"] for item in items
+            if item["status"] == 200 and item["type"].split(";", 1)[0].strip().lower() in HTML_TYPES]
+    return len(set(html)), len(html) - len(set(html))
 
 
 def one_run(name: str, args: argparse.Namespace) -> dict[str, float]:
@@ -132,7 +137,8 @@ def main(argv: list[str] | None = None) -> None:
                   flush=True)
     median = {name: medians(rs) for name, rs in runs.items()}
     ratios = {key: median["crawl"][key] / median["scrapy"][key] if median["scrapy"][key] else float("inf")
-              for key in ("pages_per_second", "pages_per_cpu_second", "html_pages_per_cpu_second")}
+              for key in ("pages_per_second", "pages_per_cpu_second", "html_pages_per_cpu_second",
+                          "html_fetches_per_cpu_second")}
     result: dict[str, Any] = {
         "benchmark": "scrapy_side",
         "machine": at_start,

@@ -14,12 +14,14 @@ as our crawler's: robots.txt obeyed, one request at a time per host, and ``DOWNL
 benchmark's host delay) exactly, not randomised.
 
 What it stores: one feed line per response that reaches the spider (2xx: Scrapy drops error
-responses before the spider): URL, status, body length and content type. Scrapy's own stats
+responses before the spider): URL, status, body length, content type and the body's SHA-1 (so the
+benchmark counts a payload seen before as a duplicate, as our archive writes it as a revisit). Scrapy's own stats
 are written to ``stats_file`` when the spider closes, with ``elapsed_seconds`` since it started.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -70,6 +72,7 @@ class InVitroSpider(CrawlSpider):
             "status": response.status,
             "length": len(response.body),
             "type": (response.headers.get("Content-Type") or b"").decode("latin-1"),
+            "sha1": hashlib.sha1(response.body).hexdigest(),  # a payload seen before is a duplicate, as in our WARC
         }
 
     def closed(self, reason: str) -> None:

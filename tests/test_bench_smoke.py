@@ -135,7 +135,23 @@ def test_scrapy_side_by_side(tmp_path: Path) -> None:
         (run,) = result["runs"][name]
         assert run["pages"] > 0 and run["pages_per_cpu_second"] > 0 and run["stored"] > 0, name
         assert 0 < run["html_pages"] <= run["pages"], name  # counted the user's way: HTML, status 200
+        assert run["html_fetches_per_cpu_second"] >= run["html_pages_per_cpu_second"], name  # duplicates too
     assert result["ratios"]["pages_per_cpu_second"] > 0 and result["ratios"]["html_pages_per_cpu_second"] > 0
+
+
+def test_scrapys_pages_are_counted_as_ours_each_payload_once(tmp_path: Path) -> None:
+    """Our archive writes a payload fetched before as a revisit, which ``html_pages`` leaves out; Scrapy's
+    feed lists it again, so the side by side counts it once there too, and reports the duplicates beside."""
+    from bench.scrapy_side import html_pages_in_feed
+
+    def item(url: str, sha1: str, status: int = 200, kind: str = "text/html; charset=utf-8") -> bytes:
+        return orjson.dumps({"url": url, "status": status, "length": 1, "type": kind, "sha1": sha1})
+
+    feed = tmp_path / "feed.jsonl"
+    feed.write_bytes(b"\n".join([item("http://a/", "1"), item("http://a/?utm_source=x", "1"), item("http://b/", "2"),
+                                 item("http://b/?utm_source=y", "1"), item("http://b/i.png", "3", kind="image/png"),
+                                 item("http://c/", "4", status=203)]))
+    assert html_pages_in_feed(feed) == (2, 2)
 
 
 def test_soak_reads_every_process_memory_from_outside(tmp_path: Path) -> None:
