@@ -35,30 +35,41 @@ class Alarm:
     ``slack`` on the loop's clock, so that deadlines close together end in one wake-up. Work done
     after a sleep costs more CPU than the same work back to back (caches and branch predictors
     cool; ``bench/RESULTS.md``, issue 18, "a page after a wait is dearer"), so a crawl whose pace
-    politeness sets pays less per page when its fetches fall due together.
+    politeness sets pays less per page when its fetches fall due together. One task waits on it.
     """
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        # A future of its own rather than an ``asyncio.Event``, and the loop kept: before Python 3.12
+        # every look-up of the running loop is a ``getpid`` system call, and an alarm waits for each wake-up.
+        self._fired = False
+        self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def fire(self) -> None:
-        self._event.set()
+        self._fired = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def wait(self, deadline: float | None, slack: float = 0.0) -> None:
         """Wait for ``fire`` or until ``deadline`` on the loop clock (monotonic), or up to ``slack`` after it."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        if self._fired or (deadline is not None and deadline <= loop.time()):
+            self._fired = False
+            return
         if deadline is not None:
-            if deadline <= loop.time():
-                self._event.clear()
-                return
             if slack > 0:
                 deadline = math.ceil(deadline / slack) * slack
-            self._timer = loop.call_at(deadline, self._event.set)
+            self._timer = loop.call_at(deadline, self.fire)
+        self._waiter = waiter = loop.create_future()
         try:
-            await self._event.wait()
+            await waiter
         finally:
-            self._event.clear()
+            self._fired = False
+            self._waiter = None
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None

@@ -64,6 +64,7 @@ class TodoRing:
         self._ranked: list[tuple[float, int, VisitState]] = []
         self._seq = itertools.count()
         self._waiters: collections.deque[asyncio.Future[VisitState | None]] = collections.deque()
+        self._loop: asyncio.AbstractEventLoop | None = None  # kept: before Python 3.12 each look-up is a getpid
         self._closed = False
         # the rank gate: per site, the ranks of its hosts being fetched and the hosts held back
         self._flying: dict[str, list[float]] = {}
@@ -114,7 +115,9 @@ class TodoRing:
         vs = self.get_nowait()
         if vs is not None or self._closed:
             return vs
-        waiter: asyncio.Future[VisitState | None] = asyncio.get_running_loop().create_future()
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[VisitState | None] = self._loop.create_future()
         self._waiters.append(waiter)
         return await waiter
 

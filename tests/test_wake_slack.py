@@ -65,6 +65,26 @@ def test_a_fire_wakes_at_once_whatever_the_slack() -> None:
     assert asyncio.run(main()) < 1.0
 
 
+def test_a_fire_while_nobody_waits_ends_the_next_wait_only() -> None:
+    """Work announced while the waiter was busy is not slept through, and is not announced twice."""
+    async def main() -> tuple[float, bool]:
+        loop = asyncio.get_running_loop()
+        alarm = Alarm()
+        alarm.fire()
+        alarm.fire()
+        start = loop.time()
+        await asyncio.wait_for(alarm.wait(start + 10.0), timeout=2.0)
+        first = loop.time() - start
+        second = asyncio.create_task(alarm.wait(None))
+        await asyncio.sleep(0.05)
+        slept = not second.done()
+        second.cancel()
+        return first, slept
+
+    first, slept = asyncio.run(main())
+    assert first < 1.0 and slept
+
+
 @pytest.mark.parametrize(("host_delay", "ip_delay", "expected"), [
     (0.0, 0.0, 0.0),  # an unbound crawl waits for no deadline late
     (0.2, 0.05, 0.05 * WAKE_SLACK_SHARE),  # the smaller delay sets it
