@@ -33,6 +33,19 @@ QUIET_PERIOD = 5.0
 VOLATILE = ("cpu_seconds", "rss_bytes")
 
 
+async def sleep_on_grid(period: float, offset: float = 0.0) -> None:
+    """Sleep to the next instant ``k * period + offset`` on the loop's clock, at least about half a period away.
+
+    The clock is the monotonic one, which every process of a machine shares: the periodic tasks of the agents
+    (status lines, progress samples) and the supervisor's look at them wake at the same instants, so that a
+    process wakes once for all of them rather than once for each, and a wake-up after a sleep costs more than
+    the work it does (``bench/RESULTS.md``, issue 18, "a page after a wait is dearer").
+    """
+    loop = asyncio.get_running_loop()
+    now = loop.time() - offset
+    await asyncio.sleep((round(now / period) + 1) * period - now)  # round: a timer may fire a millisecond early
+
+
 class SupervisorChannel:
     """Status out, commands in; ``obey`` applies a command, ``stop`` ends the agent."""
 
@@ -60,7 +73,7 @@ class SupervisorChannel:
                     self.tell({"status": status})
                     last, sent_at = steady, loop.time()
                     await self.drain()  # a reset is the reader's to notice
-                await asyncio.sleep(STATUS_PERIOD)  # a reporting period
+                await sleep_on_grid(STATUS_PERIOD)  # a reporting period
 
         sender = asyncio.create_task(send_status())
         try:

@@ -13,7 +13,6 @@ line every ten seconds; ``auto`` — live when the stream is a terminal, log oth
 
 from __future__ import annotations
 
-import asyncio
 import io
 import sys
 import time
@@ -22,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from engine.channel import sleep_on_grid
 from engine.config import EngineConfig
 from engine.status import AgentStatus
 
@@ -191,7 +191,7 @@ async def report(status: Callable[[], AgentStatus], started: float, limits: Engi
     display = ProgressDisplay(mode, stream, max_pages=limits.max_pages, max_seconds=limits.max_seconds)
     try:
         while True:
-            await asyncio.sleep(1.0)  # a sampling period, not a wait for an event
+            await sleep_on_grid(1.0)  # a sampling period, with the status lines' wake-ups
             now = status()
             elapsed = time.monotonic() - started
             add_point(timeline, sample(now, elapsed))

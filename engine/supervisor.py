@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from engine.channel import EXIT_STORE_FULL, MANIFEST
+from engine.channel import EXIT_STORE_FULL, MANIFEST, sleep_on_grid
 from engine.config import Config, describe
 from engine.folder_lock import lock_folder
 from engine.ip_table import SharedIpTable
@@ -84,6 +84,7 @@ ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 MAX_RESTARTS = 5  # within RESTART_WINDOW seconds, per agent
 RESTART_WINDOW = 60.0
 TICK = 0.5  # seconds between two looks at the agents' statuses
+LOOK_AFTER = 0.05  # seconds after the agents' status lines (engine/channel.py: sleep_on_grid) the look comes
 LAST_WORDS = 5.0  # seconds to read what an agent sent before it exited (it is at most a line or two)
 WATCH = 10.0  # seconds the agents list their top hosts after GET /hosts asked (renewed halfway)
 
@@ -365,7 +366,7 @@ class Supervisor:
         watchdog = self.notifier.watchdog_interval
         last_watchdog = 0.0
         while True:
-            await asyncio.sleep(TICK)  # a sampling period
+            await sleep_on_grid(TICK, LOOK_AFTER)  # a sampling period, just after the agents' status lines
             now = time.monotonic()
             statuses = [a.status for a in self.agents]
             complete = all(s is not None for s in statuses)

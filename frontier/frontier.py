@@ -339,10 +339,10 @@ class Frontier:
         return new_hosts
 
     def distributor_deadline(self, now: float) -> float:
-        """When the distributor should look again, unless woken: in a second; sooner while URLs wait
-        in the sieve's bucket and none is ready (a flush may be due), and no later than the next revisit."""
-        sieve = self.sieve
-        wake = now + 1.0
+        """When the distributor should look again, unless woken: in about a second, on a whole second of the clock
+        (with the agent's status lines, one wake-up for both); sooner while URLs wait in the sieve's bucket and
+        none is ready (a flush may be due), and no later than the next revisit."""
+        sieve, wake = self.sieve, round(now) + 1.0
         if sieve.pending_count and not sieve.ready_count:
             wake = now + max(0.01, self.settings.sieve_flush_interval)
         revisit = self.revisits.next_time()

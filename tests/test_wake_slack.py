@@ -113,3 +113,24 @@ def test_an_ip_another_agent_held_is_seen_free_before_its_delay_runs_out(host_de
 
 def test_without_an_ip_delay_a_busy_ip_is_looked_at_every_10_ms() -> None:
     assert busy_poll(0.0) == BUSY_POLL == 0.01 and busy_poll(1.0) == 0.5
+
+
+def test_periodic_tasks_wake_together_on_the_grid() -> None:
+    """The status lines (every 0.5 s) and the progress samples (every 1 s) of an agent, and the supervisor's
+    look just after them, fall on one grid of the shared monotonic clock: one wake-up, not one each."""
+    from engine.channel import sleep_on_grid
+
+    async def main() -> list[tuple[float, float, float]]:
+        loop = asyncio.get_running_loop()
+        woken = []
+        for period, offset in ((0.5, 0.0), (1.0, 0.0), (0.5, 0.05), (0.2, 0.0)):
+            start = loop.time()
+            await sleep_on_grid(period, offset)
+            at = loop.time()
+            assert period * 0.4 <= at - start <= period * 1.5 + 0.1, (period, start, at)
+            woken.append((period, offset, at))
+        return woken
+
+    for period, offset, at in asyncio.run(main()):
+        phase = (at - offset) / period
+        assert abs(phase - round(phase)) * period < 0.05, (period, offset, at)  # on the grid, a loaded machine late
