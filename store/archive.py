@@ -59,11 +59,11 @@ from store.warc import OPEN_SUFFIX, PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED, Cap
 DEDUP_MODES = ("near", "exact", "off")
 NEAR_DUPLICATE_MODES = ("store", "skip")
 NEAR_DUPLICATE_FIELD = "nearDuplicateOf"
+"""The metadata field of a near-duplicate stored in full: ``URI DATE RECORD-ID`` of the capture it nearly repeats."""
 CPU_SAMPLE = 17
 """``examine`` and ``store`` read the CPU clock around one call in this many and count it this many times:
 the process's CPU clock is a system call (0.6 µs here), four a page in the agents' system calls. Odd,
 so that the calls timed fall on both of a page's two, which alternate."""
-"""The metadata field of a near-duplicate stored in full: ``URI DATE RECORD-ID`` of the capture it nearly repeats."""
 
 
 class ArchiveSettings(Protocol):
