@@ -11,20 +11,21 @@ Measured per run: pages (responses to page requests, robots.txt excluded: for Sc
 ``downloader/response_count`` less the robots.txt responses), the HTML responses with status
 200 among them, each payload once (what a user counts: ours read back from the WARC files, Scrapy's
 from its feed; ``html_pages``), and with the duplicates too (``html_fetches``: a payload fetched
-before under another URL, which our archive writes as a revisit record and Scrapy's feed lists again), pages/s over the crawl's own elapsed time, pages per CPU-second of the whole crawler
+before under another URL, which our archive writes as a revisit record and Scrapy's feed lists
+again), pages/s over the crawl's own elapsed time, pages per CPU-second of the whole crawler
 (every process, start-up included, from ``wait4``), peak RSS (of its largest process), what it
-stored (our WARC request+response records; Scrapy's feed of URL, status, length and type) and
+stored (our WARC request+response records; Scrapy's feed of URL, status, length, type and SHA-1) and
 its size on disk. Reported: medians and the ratios of the
 medians, our crawler over Scrapy.
 
 Scrapy is installed by the ``bench`` extra only; it is never a dependency of the crawler.
 
-    python -m bench.scrapy_side                    # about 4 minutes; writes bench/scrapy_side.{json,png}
-    python -m bench.scrapy_side --pages 15000 --seconds 600 --out /tmp/side   # equal pages, not equal time
-
 In equal time our crawler fetches some 30 times more pages than Scrapy and so goes deeper into the web, where
 its 404s, redirects, binary files and duplicate URLs are; ``--pages`` has both fetch the same number of pages
-(breadth-first, both), so that both fetch the same mix.
+(breadth-first, both), so that both fetch the same part of the web.
+
+    python -m bench.scrapy_side                    # about 4 minutes; writes bench/scrapy_side.{json,png}
+    python -m bench.scrapy_side --pages 15000 --seconds 600 --out /tmp/side   # equal pages, not equal time
     python -m bench.scrapy_side --smoke --out /tmp/side
 """
 
@@ -111,7 +112,8 @@ def html_pages_in_feed(feed: Path) -> tuple[int, int]:
     items = [orjson.loads(line) for line in feed.read_bytes().splitlines() if line.strip()]
     html = [item["sha1"] for item in items
             if item["status"] == 200 and item["type"].split(";", 1)[0].strip().lower() in HTML_TYPES]
-    return len(set(html)), len(html) - len(set(html))
+    distinct = len(set(html))
+    return distinct, len(html) - distinct
 
 
 def one_run(name: str, args: argparse.Namespace) -> dict[str, float]:
@@ -160,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
         "ratios": ratios,
         "runs": runs,
         "stores": {"crawl": "WARC/1.1 request and response records (ISA-L gzip), bodies included",
-                   "scrapy": "a JSON-lines feed: url, status, length, content type of each 2xx response"},
+                   "scrapy": "a JSON-lines feed: url, status, length, content type and SHA-1 of each 2xx response"},
     }
     for key, ratio in ratios.items():
         print(f"ratio {key}: crawl {median['crawl'][key]:.1f} / scrapy {median['scrapy'][key]:.1f} = {ratio:.1f}x")
